@@ -1,0 +1,150 @@
+"""Translating a Strands agent's stream into AG-UI events, minting wire ids on the way.
+
+Strands yields ``{"data": ...}`` for text deltas and ``{"message": ...}`` for each finished
+message (the model's, then the one holding tool results). The translator turns them into
+``TEXT_MESSAGE_*``, ``TOOL_CALL_START/ARGS/END`` and, for backend tools only,
+``TOOL_CALL_RESULT``. A frontend call's placeholder result is never translated: the client
+owns that call, and its result arrives in a later run.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from durable_agui.contract import ToolCallRecord
+
+
+def mint_wire_id() -> str:
+    """A fresh wire id (``toolCallId``), unique in the thread."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def render_tool_result(blocks: list[Any]) -> str:
+    """A Strands tool result's content as the text of an AG-UI tool message."""
+    parts: list[str] = []
+    for block in blocks:
+        if "text" in block:
+            parts.append(block["text"])
+        elif "json" in block:
+            parts.append(json.dumps(block["json"], separators=(",", ":"), ensure_ascii=False))
+        else:
+            parts.append(json.dumps({key: "<binary>" for key in block}))
+    return "\n".join(parts)
+
+
+class TurnTranslator:
+    """Stateful translator for one turn of one run.
+
+    After the turn, ``tool_calls`` lists every call the model made (wire and native id) and
+    ``frontend_calls`` the subset the client must answer, in call order.
+    """
+
+    def __init__(self, run_id: str, frontend_tool_names: set[str]) -> None:
+        self._run_id = run_id
+        self._frontend = frontend_tool_names
+        self._text_message_id: str | None = None
+        self._messages = 0
+        self.tool_calls: list[ToolCallRecord] = []
+        self._wire_ids: dict[str, str] = {}
+
+    @property
+    def frontend_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.frontend]
+
+    def _next_message_id(self) -> str:
+        self._messages += 1
+        return f"{self._run_id}-m{self._messages}"
+
+    def _close_text(self) -> list[BaseEvent]:
+        if self._text_message_id is None:
+            return []
+        event = TextMessageEndEvent(message_id=self._text_message_id)
+        self._text_message_id = None
+        return [event]
+
+    def feed(self, event: dict[str, Any]) -> list[BaseEvent]:
+        """Translate one Strands stream event into zero or more AG-UI events."""
+        if isinstance(event.get("data"), str) and "delta" in event:
+            return self._on_text(event["data"])
+        message = event.get("message")
+        if isinstance(message, dict):
+            if message.get("role") == "assistant":
+                return self._on_assistant_message(message)
+            if message.get("role") == "user":
+                return self._on_tool_results(message)
+        return []
+
+    def finish(self) -> list[BaseEvent]:
+        """Close whatever is still open at the end of the turn."""
+        return self._close_text()
+
+    def _on_text(self, text: str) -> list[BaseEvent]:
+        if not text:
+            return []
+        events: list[BaseEvent] = []
+        if self._text_message_id is None:
+            self._text_message_id = self._next_message_id()
+            events.append(TextMessageStartEvent(message_id=self._text_message_id, role="assistant"))
+        events.append(TextMessageContentEvent(message_id=self._text_message_id, delta=text))
+        return events
+
+    def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
+        parent_id = self._text_message_id
+        events = self._close_text()
+        for block in message.get("content", []):
+            tool_use = block.get("toolUse")
+            if tool_use is None:
+                continue
+            parent_id = parent_id or self._next_message_id()
+            record = ToolCallRecord(
+                wire_id=mint_wire_id(),
+                native_id=tool_use["toolUseId"],
+                tool_name=tool_use["name"],
+                args=tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {},
+                frontend=tool_use["name"] in self._frontend,
+            )
+            self.tool_calls.append(record)
+            self._wire_ids[record.native_id] = record.wire_id
+            events += [
+                ToolCallStartEvent(
+                    tool_call_id=record.wire_id,
+                    tool_call_name=record.tool_name,
+                    parent_message_id=parent_id,
+                ),
+                ToolCallArgsEvent(tool_call_id=record.wire_id, delta=json.dumps(record.args)),
+                ToolCallEndEvent(tool_call_id=record.wire_id),
+            ]
+        return events
+
+    def _on_tool_results(self, message: dict[str, Any]) -> list[BaseEvent]:
+        frontend_native = {call.native_id for call in self.frontend_calls}
+        events: list[BaseEvent] = []
+        for block in message.get("content", []):
+            result = block.get("toolResult")
+            if result is None or result["toolUseId"] in frontend_native:
+                continue
+            wire_id = self._wire_ids.get(result["toolUseId"])
+            if wire_id is None:
+                continue
+            events.append(
+                ToolCallResultEvent(
+                    message_id=f"{wire_id}-result",
+                    tool_call_id=wire_id,
+                    content=render_tool_result(list(result.get("content", []))),
+                    role="tool",
+                )
+            )
+        return events

@@ -1,0 +1,168 @@
+"""A deterministic Strands model that needs no network and no credentials.
+
+Behaviour (documented in the README, relied on by the tests):
+
+- When the latest message carries tool results, it answers with one line per result,
+  ``<tool> -> <status>: <content>``, in the order of the results. Text blocks are copied
+  verbatim, JSON blocks are written as compact JSON, several blocks are joined by one space.
+- Otherwise, when the latest user text has lines ``call <tool> <json object>``, it calls
+  those tools, in order, in one assistant message (several lines are parallel calls).
+- Otherwise it answers ``echo: <text>``.
+
+Text is streamed word by word. ``first_chunk_delay_ms`` and ``chunk_delay_ms`` make a turn
+look like a real model's (the benchmark uses 200 ms and 10 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from strands.models.model import Model
+from strands.types.content import Messages
+from strands.types.streaming import StreamEvent
+from strands.types.tools import ToolSpec
+
+T = TypeVar("T", bound=BaseModel)
+
+_CALL_LINE = re.compile(r"^\s*call\s+([A-Za-z0-9_.-]+)\s+(\{.*\})\s*$")
+
+
+def _render_result_content(blocks: list[Any]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        if "text" in block:
+            parts.append(block["text"])
+        elif "json" in block:
+            parts.append(json.dumps(block["json"], separators=(",", ":"), ensure_ascii=False))
+        else:
+            parts.append(f"<{next(iter(block), 'empty')}>")
+    return " ".join(parts)
+
+
+def _tool_names_by_use_id(messages: Messages) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        for block in message["content"]:
+            if "toolUse" in block:
+                names[block["toolUse"]["toolUseId"]] = block["toolUse"]["name"]
+    return names
+
+
+def _parse_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for line in text.splitlines():
+        match = _CALL_LINE.match(line)
+        if not match:
+            continue
+        try:
+            arguments = json.loads(match.group(2))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(arguments, dict):
+            calls.append((match.group(1), arguments))
+    return calls
+
+
+def plan_reply(messages: Messages) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:
+    """Decide the offline model's reply to a conversation.
+
+    Returns:
+        ``(text, calls)``: the text to stream (or ``None``) and the tool calls to make,
+        each ``(tool_name, arguments)``.
+    """
+    if not messages:
+        return "echo: ", []
+    latest = messages[-1]
+    results = [block["toolResult"] for block in latest["content"] if "toolResult" in block]
+    if results:
+        names = _tool_names_by_use_id(messages)
+        lines = [
+            f"{names.get(result['toolUseId'], 'unknown_tool')} -> {result.get('status', 'success')}:"
+            f" {_render_result_content(list(result.get('content', [])))}"
+            for result in results
+        ]
+        return "\n".join(lines), []
+    text = "\n".join(block["text"] for block in latest["content"] if "text" in block)
+    calls = _parse_calls(text)
+    if calls:
+        return None, calls
+    return f"echo: {text}", []
+
+
+class OfflineModel(Model):
+    """A real Strands ``Model`` whose replies follow the rules in this module's docstring."""
+
+    def __init__(self, *, first_chunk_delay_ms: float = 0.0, chunk_delay_ms: float = 0.0) -> None:
+        self.config: dict[str, Any] = {
+            "model_id": "offline",
+            "first_chunk_delay_ms": first_chunk_delay_ms,
+            "chunk_delay_ms": chunk_delay_ms,
+        }
+
+    def update_config(self, **model_config: Any) -> None:
+        self.config.update(model_config)
+
+    def get_config(self) -> dict[str, Any]:
+        return self.config
+
+    async def structured_output(
+        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[dict[str, T | Any], None]:
+        raise NotImplementedError("the offline model does not produce structured output")
+        yield {}  # pragma: no cover - makes this an async generator
+
+    async def _pause(self, key: str) -> None:
+        delay = float(self.config.get(key) or 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay / 1000)
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Messages,
+        tool_specs: list[ToolSpec] | None = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        text, calls = plan_reply(messages)
+        await self._pause("first_chunk_delay_ms")
+        yield {"messageStart": {"role": "assistant"}}
+        index = 0
+        if text is not None:
+            yield {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
+            words = re.findall(r"\S+\s*|\s+", text) or [""]
+            for position, word in enumerate(words):
+                if position:
+                    await self._pause("chunk_delay_ms")
+                yield {"contentBlockDelta": {"contentBlockIndex": index, "delta": {"text": word}}}
+            yield {"contentBlockStop": {"contentBlockIndex": index}}
+            index += 1
+        for name, arguments in calls:
+            tool_use_id = f"tooluse_{uuid.uuid4().hex[:20]}"
+            yield {
+                "contentBlockStart": {
+                    "contentBlockIndex": index,
+                    "start": {"toolUse": {"toolUseId": tool_use_id, "name": name}},
+                }
+            }
+            yield {
+                "contentBlockDelta": {
+                    "contentBlockIndex": index,
+                    "delta": {"toolUse": {"input": json.dumps(arguments)}},
+                }
+            }
+            yield {"contentBlockStop": {"contentBlockIndex": index}}
+            index += 1
+        yield {"messageStop": {"stopReason": "tool_use" if calls else "end_turn"}}
+        yield {
+            "metadata": {
+                "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+                "metrics": {"latencyMs": 0},
+            }
+        }
+

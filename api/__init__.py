@@ -1,0 +1,1 @@
+"""The HTTP API: AG-UI runs over SSE, thread state, the REST tool-result trigger."""

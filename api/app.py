@@ -1,0 +1,38 @@
+"""The FastAPI application."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api.routers import agents, threads
+from durable_agui.settings import Settings, get_settings
+from durable_agui.worker import connect
+
+
+def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
+    """Build the app; it connects to Temporal on startup unless ``client`` is given."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.settings = settings
+        app.state.temporal = client or await connect(settings)
+        yield
+
+    app = FastAPI(
+        title="durable-agui",
+        summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
+        lifespan=lifespan,
+    )
+    app.include_router(agents.router)
+    app.include_router(threads.router)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

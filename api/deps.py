@@ -1,0 +1,43 @@
+"""FastAPI dependencies: settings and the Temporal client, both set up by the app's lifespan."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, Request
+from temporalio.client import Client
+
+from durable_agui.contract import THREAD_ID_PATTERN
+from durable_agui.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_temporal(request: Request) -> Client:
+    client: Client = request.app.state.temporal
+    return client
+
+
+def valid_thread_id(thread_id: str) -> str:
+    """Return ``thread_id`` or raise 422: it names a workflow and a folder on disk."""
+    if not THREAD_ID_PATTERN.match(thread_id):
+        raise HTTPException(
+            status_code=422,
+            detail=(
+                f"threadId {thread_id!r} is not valid: use 1-128 characters from "
+                "A-Z a-z 0-9 _ . : - starting with a letter or digit"
+            ),
+        )
+    return thread_id
+
+
+def thread_id_path(thread_id: Annotated[str, Path(alias="threadId")]) -> str:
+    return valid_thread_id(thread_id)
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+TemporalDep = Annotated[Client, Depends(get_temporal)]
+ThreadIdDep = Annotated[str, Depends(thread_id_path)]

@@ -1,0 +1,37 @@
+"""How workflow refusals become HTTP errors: one table from error type to status."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_agui.contract import ErrorType
+
+STATUS_BY_ERROR_TYPE: dict[str, int] = {
+    ErrorType.UNKNOWN_TOOL_CALL: 409,
+    ErrorType.CONFLICTING_TOOL_RESULT: 409,
+    ErrorType.TOOL_RESULTS_AWAITED: 409,
+    ErrorType.AGENT_MISMATCH: 409,
+    ErrorType.UNKNOWN_AGENT: 404,
+}
+
+
+def from_update_failure(err: WorkflowUpdateFailedError) -> HTTPException:
+    """The HTTP error for an update the workflow refused (validator or handler)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        status = STATUS_BY_ERROR_TYPE.get(cause.type or "", 500)
+        return HTTPException(status_code=status, detail={"type": cause.type, "message": cause.message})
+    return HTTPException(status_code=500, detail={"type": "UpdateFailed", "message": str(cause)})
+
+
+def is_not_found(err: RPCError) -> bool:
+    return err.status == RPCStatusCode.NOT_FOUND
+
+
+def thread_not_found(thread_id: str) -> HTTPException:
+    return HTTPException(
+        status_code=404, detail={"type": "ThreadNotFound", "message": f"no thread {thread_id!r}"}
+    )

@@ -1,0 +1,1 @@
+"""One router per resource: ``agents`` (AG-UI runs) and ``threads``."""

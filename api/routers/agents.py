@@ -1,0 +1,49 @@
+"""``POST /agents/{agent}``: an AG-UI run, answered with its SSE event stream."""
+
+from __future__ import annotations
+
+from ag_ui.core import RunAgentInput
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import StreamingResponse
+
+from agents import get_agent
+from api.deps import SettingsDep, TemporalDep, valid_thread_id
+from api.run_input import run_request
+from api.streaming import run_event_frames, sse_response
+from api.thread_client import submit_run
+
+router = APIRouter(tags=["agents"])
+
+_ERRORS = {
+    404: {"description": "No agent with this name."},
+    409: {"description": "The thread refused the run (unknown or conflicting tool result, "
+          "thread of another agent); nothing was stored."},
+    422: {"description": "Malformed RunAgentInput or threadId."},
+}
+
+
+@router.post(
+    "/agents/{agent}",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "AG-UI events"}, **_ERRORS},
+)
+async def run_agent(
+    agent: str, run_input: RunAgentInput, client: TemporalDep, settings: SettingsDep
+) -> StreamingResponse:
+    """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
+
+    The stream starts with ``RUN_STARTED`` and ends with exactly one ``RUN_FINISHED`` or
+    ``RUN_ERROR``. A run that leaves frontend calls open finishes with
+    ``outcome: {type: "success", pendingToolCallIds: [...]}``; the answers come back as
+    ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
+    progress is queued: its stream starts when the earlier run ends.
+    """
+    if get_agent(agent) is None:
+        raise HTTPException(
+            status_code=404, detail={"type": "UnknownAgent", "message": f"no agent {agent!r}"}
+        )
+    thread_id = valid_thread_id(run_input.thread_id)
+    accepted = await submit_run(client, settings, thread_id, run_request(agent, run_input))
+    return sse_response(
+        run_event_frames(client, settings, thread_id, accepted.run_id, accepted.stream_offset)
+    )

@@ -1,0 +1,128 @@
+"""``/threads``: a thread's state, its history, the REST tool-result trigger, run events."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path
+from fastapi.responses import StreamingResponse
+
+from api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from api.models import (
+    PendingToolCallView,
+    ThreadMessages,
+    ThreadView,
+    ToolResultsIn,
+    ToolResultsOut,
+)
+from api.streaming import run_event_frames, sse_response
+from api.thread_client import submit_tool_results, thread_state
+from api.transcript import to_agui_messages
+from durable_agui.contract import AGENT_ID, ToolResult, ToolResultsRequest, workflow_id_for
+from sessions import open_session
+
+router = APIRouter(prefix="/threads", tags=["threads"])
+
+_NOT_FOUND = {404: {"description": "No such thread."}}
+
+
+@router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
+async def get_thread(thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep) -> ThreadView:
+    """The thread's status (``idle``, ``running``, ``awaiting_tool_results``) and pending calls."""
+    state = await thread_state(client, thread_id)
+    workflow_id = workflow_id_for(thread_id)
+    return ThreadView(
+        thread_id=thread_id,
+        agent=state.agent,
+        status=state.status,
+        current_run_id=state.current_run_id,
+        queued_run_ids=state.queued_run_ids,
+        pending_tool_calls=[
+            PendingToolCallView(
+                tool_call_id=call.wire_id,
+                tool_name=call.tool_name,
+                args=call.args,
+                run_id=call.run_id,
+                answered=call.result is not None,
+            )
+            for call in state.pending_tool_calls
+        ],
+        workflow_id=workflow_id,
+        temporal_ui_url=(
+            f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
+            f"/workflows/{workflow_id}"
+        ),
+    )
+
+
+@router.get("/{threadId}/messages", response_model=ThreadMessages, responses=_NOT_FOUND)
+async def get_messages(
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep
+) -> ThreadMessages:
+    """The persisted history as AG-UI messages; tool call ids are wire ids."""
+    state = await thread_state(client, thread_id)
+
+    def read() -> list:  # type: ignore[type-arg]
+        session = open_session(settings.sessions_dir, thread_id)
+        try:
+            return session.list_messages(thread_id, AGENT_ID)
+        except Exception:  # no turn has written messages yet
+            return []
+
+    persisted = await asyncio.to_thread(read)
+    native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
+    pending_native = {call.native_id for call in state.pending_tool_calls}
+    return ThreadMessages(
+        thread_id=thread_id,
+        messages=to_agui_messages(persisted, native_to_wire, pending_native),
+    )
+
+
+@router.post(
+    "/{threadId}/tool-results",
+    response_model=ToolResultsOut,
+    responses={**_NOT_FOUND, 409: {"description": "Unknown id or conflicting result; nothing stored."}},
+)
+async def post_tool_results(
+    thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep
+) -> ToolResultsOut:
+    """Answer pending frontend calls without an AG-UI run (the REST trigger).
+
+    When the answers complete the batch, the thread continues in a new run whose events are
+    at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
+    """
+    request = ToolResultsRequest(
+        run_id=f"rest-{uuid.uuid4().hex}",
+        results=[
+            ToolResult(tool_call_id=r.tool_call_id, content=r.content, error=r.error)
+            for r in body.results
+        ],
+    )
+    accepted = await submit_tool_results(client, thread_id, request)
+    return ToolResultsOut(
+        accepted=accepted.accepted,
+        acknowledged=accepted.acknowledged,
+        still_pending=accepted.still_pending,
+        run_id=accepted.run_id,
+        events_url=f"/threads/{thread_id}/runs/{accepted.run_id}/events" if accepted.run_id else None,
+    )
+
+
+@router.get(
+    "/{threadId}/runs/{runId}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def get_run_events(
+    thread_id: ThreadIdDep,
+    run_id: Annotated[str, Path(alias="runId")],
+    client: TemporalDep,
+    settings: SettingsDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """A run's events (again), from the start or after ``Last-Event-ID``."""
+    await thread_state(client, thread_id)
+    start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
+    return sse_response(run_event_frames(client, settings, thread_id, run_id, start))

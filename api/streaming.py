@@ -1,0 +1,55 @@
+"""Reading a run's AG-UI events from the thread's workflow stream, as SSE frames."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from ag_ui.core import EventType, RunErrorEvent
+from ag_ui.encoder import EventEncoder
+from fastapi.responses import StreamingResponse
+from temporalio.client import Client
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from durable_agui.contract import event_from_wire, run_topic, workflow_id_for
+from durable_agui.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_EVENTS = {EventType.RUN_FINISHED, EventType.RUN_ERROR}
+
+
+async def run_event_frames(
+    client: Client, settings: Settings, thread_id: str, run_id: str, from_offset: int = 0
+) -> AsyncIterator[str]:
+    """SSE frames for run ``run_id``, from stream offset ``from_offset`` to its terminal event.
+
+    Each frame carries ``id: <offset>`` (stable: resume with ``Last-Event-ID``) and one
+    AG-UI event as ``data:``. If reading the stream fails, the stream ends with exactly one
+    ``RUN_ERROR`` (code ``StreamFailed``); the run itself goes on in its workflow.
+    """
+    encoder = EventEncoder()
+    stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
+    try:
+        async for item in stream.subscribe(
+            [run_topic(run_id)],
+            from_offset=from_offset,
+            poll_cooldown=timedelta(milliseconds=settings.stream_poll_cooldown_ms),
+        ):
+            event = event_from_wire(item.data)
+            yield f"id: {item.offset}\n{encoder.encode(event)}"
+            if event.type in TERMINAL_EVENTS:
+                return
+    except Exception as err:  # the client must get a terminal event, whatever broke
+        logger.exception("reading events of run %s of thread %s failed", run_id, thread_id)
+        failure = RunErrorEvent(message=f"reading the run's events failed: {err}", code="StreamFailed")
+        yield encoder.encode(failure)
+
+
+def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(
+        frames,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

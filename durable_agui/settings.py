@@ -1,0 +1,53 @@
+"""Configuration, read from ``DURABLE_AGUI_*`` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting the API, the worker and the CLI read.
+
+    Each field is also the environment variable ``DURABLE_AGUI_<FIELD>``, for example
+    ``DURABLE_AGUI_TEMPORAL_ADDRESS=temporal:7233``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DURABLE_AGUI_", extra="ignore")
+
+    temporal_address: str = "127.0.0.1:7233"
+    """``host:port`` of the Temporal frontend."""
+    temporal_namespace: str = "default"
+    task_queue: str = "durable-agui"
+    temporal_ui_url: str = "http://127.0.0.1:8233"
+    """Base URL of the Temporal Web UI, used for links to a thread's workflow."""
+
+    data_dir: Path = Path("./data")
+    """Root of local state: ``sessions/`` (the session store) and the dev server's SQLite file."""
+
+    model: str = "offline"
+    """Model provider: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,
+    ``openai:<model-id>`` (with ``OPENAI_BASE_URL`` for compatible servers) or
+    ``ollama:<model-id>`` (with ``OLLAMA_HOST``)."""
+    offline_first_chunk_delay_ms: float = 0.0
+    offline_chunk_delay_ms: float = 0.0
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+
+    stream_batch_interval_ms: int = 50
+    """How long an activity buffers AG-UI events before publishing them to the workflow."""
+    stream_poll_cooldown_ms: int = 20
+    """Pause between two stream polls of one SSE subscriber when it is caught up."""
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.data_dir / "sessions"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (read once from the environment)."""
+    return Settings()

@@ -1,0 +1,44 @@
+"""Connecting to Temporal and running the worker that hosts threads and their activities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from activities import ReconcileActivities, TurnActivities
+from durable_agui.settings import Settings
+from workflows import AgentThreadWorkflow
+
+
+async def connect(settings: Settings) -> Client:
+    """A Temporal client with the pydantic data converter (the same on every side)."""
+    return await Client.connect(
+        settings.temporal_address,
+        namespace=settings.temporal_namespace,
+        data_converter=pydantic_data_converter,
+    )
+
+
+def build_worker(client: Client, settings: Settings, **options: Any) -> Worker:
+    """The worker for ``AgentThreadWorkflow``, ``run_turn`` and ``reconcile_session``.
+
+    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``).
+    """
+    turns = TurnActivities(settings)
+    reconcile = ReconcileActivities(settings)
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[AgentThreadWorkflow],
+        activities=[turns.run_turn, reconcile.reconcile_session],
+        **options,
+    )
+
+
+async def run_worker(settings: Settings) -> None:
+    """Run a worker until cancelled."""
+    client = await connect(settings)
+    await build_worker(client, settings).run()
