@@ -54,7 +54,7 @@ def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) 
     blocks: list[Any] = []
     for user_message in user_messages:
         blocks += user_content_blocks(user_message.content)
-    content: list[Any] = message.message["content"]  # type: ignore[assignment]
+    content: list[Any] = message.message["content"]
     if not blocks or content[-len(blocks) :] == blocks:
         return False
     content.extend(blocks)

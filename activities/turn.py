@@ -122,9 +122,7 @@ class TurnActivities:
         proxies = [frontend_proxy(t) for t in turn.frontend_tools if t.name not in backend_names]
         translator = TurnTranslator(turn.run_id, {proxy.tool_name for proxy in proxies})
 
-        session = await asyncio.to_thread(
-            open_session, self._settings.sessions_dir, turn.thread_id
-        )
+        session = await asyncio.to_thread(open_session, self._settings.sessions_dir, turn.thread_id)
         agent = Agent(
             model=build_model(self._settings),
             tools=[*definition.tools, *proxies],

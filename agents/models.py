@@ -39,12 +39,16 @@ def build_model(settings: Settings) -> Model:
     if provider == "openai":
         from strands.models.openai import OpenAIModel
 
-        client_args = {"base_url": os.environ["OPENAI_BASE_URL"]} if "OPENAI_BASE_URL" in os.environ else {}
+        client_args = (
+            {"base_url": os.environ["OPENAI_BASE_URL"]} if "OPENAI_BASE_URL" in os.environ else {}
+        )
         return OpenAIModel(client_args=client_args, model_id=model_id)
     if provider == "ollama":
         from strands.models.ollama import OllamaModel
 
-        return OllamaModel(os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"), model_id=model_id)
+        return OllamaModel(
+            os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"), model_id=model_id
+        )
     raise ValueError(
         f"unknown model provider {provider!r} in DURABLE_AGUI_MODEL={settings.model!r}; "
         "use offline, bedrock:<id>, anthropic:<id>, openai:<id> or ollama:<id>"

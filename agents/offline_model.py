@@ -83,9 +83,9 @@ def plan_reply(messages: Messages) -> tuple[str | None, list[tuple[str, dict[str
     if results:
         names = _tool_names_by_use_id(messages)
         lines = [
-            f"{names.get(result['toolUseId'], 'unknown_tool')} -> {result.get('status', 'success')}:"
-            f" {_render_result_content(list(result.get('content', [])))}"
-            for result in results
+            f"{names.get(r['toolUseId'], 'unknown_tool')} -> {r.get('status', 'success')}: "
+            + _render_result_content(list(r.get("content", [])))
+            for r in results
         ]
         return "\n".join(lines), []
     text = "\n".join(block["text"] for block in latest["content"] if "text" in block)
@@ -112,7 +112,11 @@ class OfflineModel(Model):
         return self.config
 
     async def structured_output(
-        self, output_model: type[T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+        self,
+        output_model: type[T],
+        prompt: Messages,
+        system_prompt: str | None = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[dict[str, T | Any], None]:
         raise NotImplementedError("the offline model does not produce structured output")
         yield {}  # pragma: no cover - makes this an async generator
@@ -122,7 +126,7 @@ class OfflineModel(Model):
         if delay > 0:
             await asyncio.sleep(delay / 1000)
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Messages,
         tool_specs: list[ToolSpec] | None = None,
@@ -165,4 +169,3 @@ class OfflineModel(Model):
                 "metrics": {"latencyMs": 0},
             }
         }
-

@@ -23,7 +23,9 @@ def from_update_failure(err: WorkflowUpdateFailedError) -> HTTPException:
     cause = err.cause
     if isinstance(cause, ApplicationError):
         status = STATUS_BY_ERROR_TYPE.get(cause.type or "", 500)
-        return HTTPException(status_code=status, detail={"type": cause.type, "message": cause.message})
+        return HTTPException(
+            status_code=status, detail={"type": cause.type, "message": cause.message}
+        )
     return HTTPException(status_code=500, detail={"type": "UpdateFailed", "message": str(cause)})
 
 

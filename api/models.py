@@ -53,5 +53,7 @@ class ToolResultsOut(CamelModel):
     accepted: list[str] = Field(description="Wire ids whose results were stored now.")
     acknowledged: list[str] = Field(description="Wire ids whose identical results were held.")
     still_pending: list[str]
-    run_id: str | None = Field(description="The continuation run started, if the batch is complete.")
+    run_id: str | None = Field(
+        description="The continuation run started, if the batch is complete."
+    )
     events_url: str | None = Field(description="SSE stream of the continuation run.")

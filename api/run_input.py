@@ -31,7 +31,9 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     tool_results: list[ToolResult] = []
     for message in run_input.messages[tail_start:]:
         if isinstance(message, UserMessage):
-            user_messages.append(UserInput(message_id=message.id, content=_content(message.content)))
+            user_messages.append(
+                UserInput(message_id=message.id, content=_content(message.content))
+            )
         elif isinstance(message, ToolMessage):
             tool_results.append(
                 ToolResult(

@@ -43,7 +43,9 @@ async def run_event_frames(
                 return
     except Exception as err:  # the client must get a terminal event, whatever broke
         logger.exception("reading events of run %s of thread %s failed", run_id, thread_id)
-        failure = RunErrorEvent(message=f"reading the run's events failed: {err}", code="StreamFailed")
+        failure = RunErrorEvent(
+            message=f"reading the run's events failed: {err}", code="StreamFailed"
+        )
         yield encoder.encode(failure)
 
 

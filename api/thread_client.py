@@ -74,4 +74,6 @@ async def thread_state(client: Client, thread_id: str) -> ThreadState:
     except RPCError as err:
         if is_not_found(err):
             raise thread_not_found(thread_id) from err
-        raise HTTPException(status_code=503, detail={"type": "TemporalUnavailable", "message": str(err)}) from err
+        raise HTTPException(
+            status_code=503, detail={"type": "TemporalUnavailable", "message": str(err)}
+        ) from err

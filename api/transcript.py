@@ -47,7 +47,9 @@ def to_agui_messages(
                 ToolCall(
                     id=wire_ids.get(use["toolUseId"], use["toolUseId"]),
                     type="function",
-                    function=FunctionCall(name=use["name"], arguments=json.dumps(use.get("input", {}))),
+                    function=FunctionCall(
+                        name=use["name"], arguments=json.dumps(use.get("input", {}))
+                    ),
                 )
                 for use in (block["toolUse"] for block in blocks if "toolUse" in block)
             ]

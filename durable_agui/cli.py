@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -15,6 +16,14 @@ from api.app import create_app
 from durable_agui.devserver import DevServer
 from durable_agui.settings import Settings
 from durable_agui.worker import build_worker, connect
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn without signal handlers of its own: the CLI owns SIGINT and SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> None:
@@ -37,8 +46,7 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
             log_level="warning",
             lifespan="on",
         )
-        server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        server = _EmbeddedServer(config)
         tasks.append(asyncio.create_task(server.serve()))
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -69,7 +77,10 @@ def _dev(args: argparse.Namespace) -> None:
     settings = settings.model_copy(
         update={"temporal_address": server.address, "temporal_ui_url": server.ui_url}
     )
-    print(f"starting the Temporal dev server ({settings.data_dir / 'temporal.sqlite'}) ...", flush=True)
+    print(
+        f"starting the Temporal dev server ({settings.data_dir / 'temporal.sqlite'}) ...",
+        flush=True,
+    )
     server.start()
     try:
         print(
@@ -115,7 +126,9 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     with contextlib.suppress(KeyboardInterrupt):
         args.run(args)
 

@@ -24,7 +24,12 @@ Never streamed, never listed, never read by the model: the turn ends before the 
 call, and ``reconcile_session`` replaces it before the thread continues.
 """
 
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 
 
 def open_session(sessions_dir: Path, thread_id: str) -> FileSessionManager:

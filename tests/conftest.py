@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agui.devserver import free_port
 from durable_agui.settings import Settings
 
 BIN = Path(sys.executable).parent
@@ -32,3 +38,90 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 def settings(tmp_path: Path) -> Settings:
     """Settings for one test: its own session store and task queue."""
     return Settings(data_dir=tmp_path / "data", task_queue=f"test-{tmp_path.name}")
+
+
+class DevStack:
+    """``durable-agui dev`` as a real subprocess on free loopback ports, over one data dir."""
+
+    def __init__(self, data_dir: Path, log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.env = {**os.environ, **(env or {})}
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.api_port = free_port()
+        self.temporal_port = free_port()
+        self.ui_port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def temporal_address(self) -> str:
+        return f"127.0.0.1:{self.temporal_port}"
+
+    def start(self, timeout_s: float = 90.0) -> None:
+        command = [
+            str(BIN / "durable-agui"), "dev",
+            "--port", str(self.api_port),
+            "--data-dir", str(self.data_dir),
+            "--temporal-port", str(self.temporal_port),
+            "--ui-port", str(self.ui_port),
+        ]  # fmt: skip
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self._process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"durable-agui dev exited: {self.log_path.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"durable-agui dev did not come up: {self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        """Ctrl-C (SIGINT) as a person would; SIGKILL everything if that does not stop it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        # The dev server runs in its own session; make sure it went down with the CLI.
+        subprocess.run(
+            ["pkill", "-KILL", "-f", str(self.data_dir / "temporal.sqlite")], check=False
+        )
+
+
+@pytest.fixture
+def dev_stack(tmp_path: Path) -> Iterator[DevStack]:
+    """A ``durable-agui dev`` stack (not started); stopped after the test, also on failure."""
+    stack = DevStack(tmp_path / "data", tmp_path / "dev.log")
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """One running ``durable-agui dev`` stack shared by a module's API tests."""
+    folder = tmp_path_factory.mktemp("stack")
+    # A model that takes a moment per turn, so that runs can overlap.
+    slow_model = {"DURABLE_AGUI_OFFLINE_FIRST_CHUNK_DELAY_MS": "300"}
+    stack = DevStack(folder / "data", folder / "dev.log", env=slow_model)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -98,7 +98,9 @@ class AgentThreadWorkflow:
     @workflow.update
     def submit_run(self, request: RunRequest) -> RunAccepted:
         """Queue an AG-UI run: take in its tool results and its not-yet-seen user messages."""
-        acknowledged = [r.tool_call_id for r in request.tool_results if r.tool_call_id in self._answered]
+        acknowledged = [
+            r.tool_call_id for r in request.tool_results if r.tool_call_id in self._answered
+        ]
         self._take_results(request.tool_results)
         fresh = [m for m in request.user_messages if m.message_id not in self._taken_message_ids]
         self._taken_message_ids.update(m.message_id for m in fresh)
@@ -258,7 +260,8 @@ class AgentThreadWorkflow:
             result_type=ReconcileOutput,
             start_to_close_timeout=RECONCILE_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=5),
-            summary=f"reconcile {', '.join(f'{c.tool_name} {c.wire_id}' for c in self._pending.values())}",
+            summary="reconcile "
+            + ", ".join(f"{c.tool_name} {c.wire_id}={c.native_id}" for c in self._pending.values()),
         )
         for wire_id, call in self._pending.items():
             if call.result is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ag_ui.core import RunAgentInput
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
@@ -14,10 +16,12 @@ from api.thread_client import submit_run
 
 router = APIRouter(tags=["agents"])
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "No agent with this name."},
-    409: {"description": "The thread refused the run (unknown or conflicting tool result, "
-          "thread of another agent); nothing was stored."},
+    409: {
+        "description": "The thread refused the run (unknown or conflicting tool result, "
+        "thread of another agent); nothing was stored."
+    },
     422: {"description": "Malformed RunAgentInput or threadId."},
 }
 
@@ -25,7 +29,10 @@ _ERRORS = {
 @router.post(
     "/agents/{agent}",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "AG-UI events"}, **_ERRORS},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "AG-UI events"},
+        **_ERRORS,
+    },
 )
 async def run_agent(
     agent: str, run_input: RunAgentInput, client: TemporalDep, settings: SettingsDep

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path
 from fastapi.responses import StreamingResponse
+from strands.types.session import SessionMessage
 
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from api.models import (
@@ -25,11 +26,13 @@ from sessions import open_session
 
 router = APIRouter(prefix="/threads", tags=["threads"])
 
-_NOT_FOUND = {404: {"description": "No such thread."}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thread."}}
 
 
 @router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
-async def get_thread(thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep) -> ThreadView:
+async def get_thread(
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep
+) -> ThreadView:
     """The thread's status (``idle``, ``running``, ``awaiting_tool_results``) and pending calls."""
     state = await thread_state(client, thread_id)
     workflow_id = workflow_id_for(thread_id)
@@ -64,7 +67,7 @@ async def get_messages(
     """The persisted history as AG-UI messages; tool call ids are wire ids."""
     state = await thread_state(client, thread_id)
 
-    def read() -> list:  # type: ignore[type-arg]
+    def read() -> list[SessionMessage]:
         session = open_session(settings.sessions_dir, thread_id)
         try:
             return session.list_messages(thread_id, AGENT_ID)
@@ -83,7 +86,10 @@ async def get_messages(
 @router.post(
     "/{threadId}/tool-results",
     response_model=ToolResultsOut,
-    responses={**_NOT_FOUND, 409: {"description": "Unknown id or conflicting result; nothing stored."}},
+    responses={
+        **_NOT_FOUND,
+        409: {"description": "Unknown id or conflicting result; nothing stored."},
+    },
 )
 async def post_tool_results(
     thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep
@@ -106,7 +112,9 @@ async def post_tool_results(
         acknowledged=accepted.acknowledged,
         still_pending=accepted.still_pending,
         run_id=accepted.run_id,
-        events_url=f"/threads/{thread_id}/runs/{accepted.run_id}/events" if accepted.run_id else None,
+        events_url=f"/threads/{thread_id}/runs/{accepted.run_id}/events"
+        if accepted.run_id
+        else None,
     )
 
 

@@ -1,0 +1,139 @@
+"""Helpers the scenario tests share: driving a thread directly through Temporal, reading disk."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from durable_agui.contract import (
+    FrontendTool,
+    RunAccepted,
+    RunRequest,
+    ThreadInput,
+    ThreadState,
+    UserInput,
+    run_topic,
+    workflow_id_for,
+)
+from durable_agui.settings import Settings
+from workflows import AgentThreadWorkflow
+
+CONFIRM_BOOKING = FrontendTool(
+    name="confirm_booking",
+    description="Ask the person to confirm the booking.",
+    parameters={"type": "object", "properties": {"flight": {"type": "string"}}},
+)
+CHOOSE_SEAT = FrontendTool(name="choose_seat", description="Let the person pick a seat.")
+
+
+async def start_run(
+    client: Client,
+    settings: Settings,
+    thread_id: str,
+    run_id: str,
+    text: str,
+    tools: list[FrontendTool],
+) -> RunAccepted:
+    """Send one user message to ``thread_id`` (creating it), as the API does."""
+    return await client.execute_update_with_start_workflow(
+        AgentThreadWorkflow.submit_run,
+        RunRequest(
+            run_id=run_id,
+            agent="demo",
+            user_messages=[UserInput(message_id=f"{run_id}-user", content=text)],
+            frontend_tools=tools,
+        ),
+        start_workflow_operation=WithStartWorkflowOperation(
+            AgentThreadWorkflow.run,
+            ThreadInput(thread_id=thread_id, agent="demo"),
+            id=workflow_id_for(thread_id),
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            task_queue=settings.task_queue,
+        ),
+    )
+
+
+async def run_events(client: Client, thread_id: str, run_id: str) -> list[dict[str, Any]]:
+    """Every AG-UI event of run ``run_id``, up to and including its terminal event."""
+    stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
+    events: list[dict[str, Any]] = []
+    async for item in stream.subscribe([run_topic(run_id)], poll_cooldown=timedelta(0)):
+        events.append(item.data)
+        if item.data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            return events
+    raise AssertionError("stream ended without a terminal event")
+
+
+async def thread_state(client: Client, thread_id: str) -> ThreadState:
+    return await client.get_workflow_handle(workflow_id_for(thread_id)).query(
+        AgentThreadWorkflow.state
+    )
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+def message_files(sessions_dir: Path, thread_id: str) -> list[Path]:
+    folder = sessions_dir / f"session_{thread_id}" / "agents" / "agent_default" / "messages"
+    return sorted(folder.glob("message_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+
+
+def persisted_messages(sessions_dir: Path, thread_id: str) -> list[dict[str, Any]]:
+    """The thread's Strands messages as stored on disk, in order."""
+    return [json.loads(p.read_text())["message"] for p in message_files(sessions_dir, thread_id)]
+
+
+def store_snapshot(sessions_dir: Path) -> dict[str, bytes]:
+    """Every file of the session store, for checking that nothing was written."""
+    return {str(p): p.read_bytes() for p in sorted(sessions_dir.rglob("*")) if p.is_file()}
+
+
+async def post_run(
+    http: httpx.AsyncClient, agent: str, body: dict[str, Any]
+) -> tuple[int, list[dict[str, Any]]]:
+    """POST an AG-UI run and read its whole SSE stream.
+
+    Returns ``(status, events)``. Checks the framing on the way: LF line endings only, and
+    each frame one ``id:`` line and one ``data:`` line holding one JSON event.
+    """
+    response = await http.post(f"/agents/{agent}", json=body, timeout=60)
+    if response.status_code != 200:
+        return response.status_code, [response.json()]
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return 200, parse_sse(response.text)
+
+
+def parse_sse(body: str) -> list[dict[str, Any]]:
+    assert "\r" not in body
+    events: list[dict[str, Any]] = []
+    for frame in body.split("\n\n"):
+        if not frame.strip():
+            continue
+        lines = frame.split("\n")
+        data_lines = [line for line in lines if line.startswith("data: ")]
+        assert len(data_lines) == 1, frame
+        events.append(json.loads(data_lines[0][len("data: ") :]))
+    return events
+
+
+def run_input(
+    thread_id: str, run_id: str, messages: list[dict[str, Any]], tools: list[FrontendTool]
+) -> dict[str, Any]:
+    """An AG-UI ``RunAgentInput`` body (camelCase JSON, as clients send it)."""
+    return {
+        "threadId": thread_id,
+        "runId": run_id,
+        "messages": messages,
+        "tools": [tool.model_dump(exclude_none=True) for tool in tools],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }

@@ -1,0 +1,215 @@
+"""The HTTP API against a running `durable-agui dev`: bad input, retries, the REST trigger,
+one turn at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import DevStack
+from tests.support import (
+    CONFIRM_BOOKING,
+    parse_sse,
+    persisted_messages,
+    post_run,
+    run_input,
+    store_snapshot,
+    text_of,
+)
+
+CALL = 'call confirm_booking {"flight":"XY123"}'
+
+
+@pytest.fixture
+async def http(running_stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=running_stack.url, timeout=60) as client:
+        yield client
+
+
+async def pending_thread(http: httpx.AsyncClient, thread: str) -> tuple[str, dict[str, Any]]:
+    """A thread waiting for one confirm_booking result; returns (wire id, R1's user message)."""
+    user = {"id": f"{thread}-u1", "role": "user", "content": CALL}
+    status, events = await post_run(
+        http, "demo", run_input(thread, f"{thread}-r1", [user], [CONFIRM_BOOKING])
+    )
+    assert status == 200, events
+    return events[-1]["outcome"]["pendingToolCallIds"][0], user
+
+
+def tool_message(wire_id: str, content: str, message_id: str = "tm") -> dict[str, Any]:
+    return {"id": message_id, "role": "tool", "toolCallId": wire_id, "content": content}
+
+
+async def test_health(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/healthz")).json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"threadId": "t", "runId": "r"},  # no messages
+        {"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user"}]},  # no content
+        {"threadId": "t", "runId": "r", "messages": "hello"},
+        {"runId": "r", "messages": []},
+    ],
+)
+async def test_malformed_run_input_is_422_before_any_stream(
+    http: httpx.AsyncClient, body: dict[str, Any]
+) -> None:
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/json")
+
+
+async def test_invalid_json_and_bad_thread_id_are_422(http: httpx.AsyncClient) -> None:
+    response = await http.post(
+        "/agents/demo", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    status, body = await post_run(http, "demo", run_input("../etc", "r", [], []))
+    assert status == 422 and "threadId" in str(body)
+
+
+async def test_unknown_agent_is_404_and_starts_nothing(http: httpx.AsyncClient) -> None:
+    user = {"id": "u", "role": "user", "content": "hi"}
+    status, body = await post_run(http, "nobody", run_input("t-unknown-agent", "r", [user], []))
+    assert status == 404 and "nobody" in str(body)
+    assert (await http.get("/threads/t-unknown-agent")).status_code == 404
+
+
+async def test_unknown_thread_is_404(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/threads/never-made")).status_code == 404
+    assert (await http.get("/threads/never-made/messages")).status_code == 404
+    answer = await http.post(
+        "/threads/never-made/tool-results", json={"results": [{"toolCallId": "x", "content": "y"}]}
+    )
+    assert answer.status_code == 404
+
+
+async def test_plain_text_reply(http: httpx.AsyncClient) -> None:
+    user = {"id": "u1", "role": "user", "content": "hello"}
+    status, events = await post_run(http, "demo", run_input("t-echo", "r1", [user], []))
+    assert status == 200
+    kinds = [e["type"] for e in events if e["type"] != "TEXT_MESSAGE_CONTENT"]
+    assert kinds == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert text_of(events) == "echo: hello"
+
+
+async def test_backend_tool_result_is_streamed(http: httpx.AsyncClient) -> None:
+    user = {"id": "u1", "role": "user", "content": 'call lookup_flight {"flight":"XY123"}'}
+    status, events = await post_run(http, "demo", run_input("t-backend", "r1", [user], []))
+    assert status == 200
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+    start = next(e for e in events if e["type"] == "TOOL_CALL_START")
+    assert result["toolCallId"] == start["toolCallId"]
+    assert '"status": "on time"' in result["content"]
+    assert text_of(events).startswith("lookup_flight -> success: ")
+    assert events[-1]["outcome"] == {"type": "success"}
+
+
+async def test_result_for_an_id_never_emitted_is_409_and_stores_nothing(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    wire_id, user = await pending_thread(http, "t-unknown-id")
+    before = store_snapshot(running_stack.data_dir / "sessions")
+    body = run_input(
+        "t-unknown-id", "r2", [user, tool_message("call_forged", "yes")], [CONFIRM_BOOKING]
+    )
+    status, error = await post_run(http, "demo", body)
+    assert status == 409 and "call_forged" in str(error)
+    rest = await http.post(
+        "/threads/t-unknown-id/tool-results",
+        json={"results": [{"toolCallId": "call_forged", "content": "x"}]},
+    )
+    assert rest.status_code == 409 and "call_forged" in rest.text
+    view = (await http.get("/threads/t-unknown-id")).json()
+    assert view["status"] == "awaiting_tool_results"
+    assert view["pendingToolCalls"][0]["toolCallId"] == wire_id
+    assert view["pendingToolCalls"][0]["answered"] is False
+    assert store_snapshot(running_stack.data_dir / "sessions") == before
+
+
+async def test_rest_trigger_continues_the_thread_and_retries_are_acknowledged(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    wire_id, user = await pending_thread(http, "t-rest")
+    answer = await http.post(
+        "/threads/t-rest/tool-results",
+        json={"results": [{"toolCallId": wire_id, "content": "", "error": "card declined"}]},
+    )
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["accepted"] == [wire_id] and body["stillPending"] == []
+    events = parse_sse((await http.get(body["eventsUrl"])).text)
+    assert text_of(events) == "confirm_booking -> error: card declined"
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+    # The same answer again, by REST or in a run, changes nothing and calls no model.
+    stored_before = persisted_messages(running_stack.data_dir / "sessions", "t-rest")
+    again = await http.post(
+        "/threads/t-rest/tool-results",
+        json={"results": [{"toolCallId": wire_id, "content": "", "error": "card declined"}]},
+    )
+    assert again.json()["acknowledged"] == [wire_id] and again.json()["runId"] is None
+    status, rerun = await post_run(
+        http, "demo",
+        run_input("t-rest", "r3", [user, tool_message(wire_id, "")], [CONFIRM_BOOKING]),
+    )  # fmt: skip
+    assert status == 409 and wire_id in str(rerun)  # content "" without the error differs
+    history = (await http.get("/threads/t-rest/messages")).json()["messages"]
+    tool = next(m for m in history if m["role"] == "tool")
+    assert tool["error"] == "card declined" and tool["toolCallId"] == wire_id
+    assert persisted_messages(running_stack.data_dir / "sessions", "t-rest") == stored_before
+
+
+async def test_conflicting_second_answer_is_409(http: httpx.AsyncClient) -> None:
+    wire_id, user = await pending_thread(http, "t-conflict")
+    first = run_input("t-conflict", "r2", [user, tool_message(wire_id, "yes")], [CONFIRM_BOOKING])
+    status, events = await post_run(http, "demo", first)
+    assert status == 200 and text_of(events) == "confirm_booking -> success: yes"
+    second = run_input("t-conflict", "r3", [user, tool_message(wire_id, "no")], [CONFIRM_BOOKING])
+    status, error = await post_run(http, "demo", second)
+    assert status == 409 and wire_id in str(error)
+    same = run_input("t-conflict", "r4", [user, tool_message(wire_id, "yes")], [CONFIRM_BOOKING])
+    status, events = await post_run(http, "demo", same)
+    assert status == 200
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_FINISHED"]
+
+
+async def test_resent_transcript_and_retried_run_cause_no_second_turn(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    user = {"id": "u-once", "role": "user", "content": "only once"}
+    body = run_input("t-resend", "r1", [user], [])
+    _, first = await post_run(http, "demo", body)
+    _, retried = await post_run(http, "demo", body)  # same runId: the same run
+    assert retried == first
+    _, reloaded = await post_run(http, "demo", run_input("t-resend", "r2", [user], []))
+    assert [e["type"] for e in reloaded] == ["RUN_STARTED", "RUN_FINISHED"]
+    stored = persisted_messages(running_stack.data_dir / "sessions", "t-resend")
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
+async def test_two_runs_at_once_are_queued_never_interleaved(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    first = {"id": "u-a", "role": "user", "content": "first"}
+    second = {"id": "u-b", "role": "user", "content": "second"}
+    run_a = asyncio.create_task(post_run(http, "demo", run_input("t-queue", "ra", [first], [])))
+    await asyncio.sleep(0.05)  # a double click
+    run_b = asyncio.create_task(
+        post_run(http, "demo", run_input("t-queue", "rb", [first, second], []))
+    )
+    (status_a, events_a), (status_b, events_b) = await asyncio.gather(run_a, run_b)
+    assert status_a == status_b == 200
+    assert text_of(events_a) == "echo: first" and text_of(events_b) == "echo: second"
+    stored = persisted_messages(running_stack.data_dir / "sessions", "t-queue")
+    texts = [(m["role"], m["content"][0]["text"]) for m in stored]
+    assert texts == [
+        ("user", "first"), ("assistant", "echo: first"),
+        ("user", "second"), ("assistant", "echo: second"),
+    ]  # fmt: skip
