@@ -3,8 +3,8 @@
 Strands yields ``{"data": ...}`` for text deltas and ``{"message": ...}`` for each finished
 message (the model's, then the one holding tool results). The translator turns them into
 ``TEXT_MESSAGE_*``, ``TOOL_CALL_START/ARGS/END`` and, for backend tools only,
-``TOOL_CALL_RESULT``. A frontend call's placeholder result is never translated: the client
-owns that call, and its result arrives in a later run.
+``TOOL_CALL_RESULT``. The placeholder result of a frontend or approval call is never
+translated: the client owns that call, and its answer arrives in a later run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from durable_agui.contract import ToolCallRecord
+from agents.definition import ApprovalRule
+from durable_agui.contract import ToolCallRecord, ToolKind
 
 
 def mint_wire_id() -> str:
@@ -48,21 +49,34 @@ def render_tool_result(blocks: list[Any]) -> str:
 class TurnTranslator:
     """Stateful translator for one turn of one run.
 
-    After the turn, ``tool_calls`` lists every call the model made (wire and native id) and
-    ``frontend_calls`` the subset the client must answer, in call order.
+    After the turn, ``tool_calls`` lists every call the model made (wire and native id),
+    in call order, each with its kind (``frontend`` and ``approval`` calls stay open).
     """
 
-    def __init__(self, run_id: str, frontend_tool_names: set[str]) -> None:
+    def __init__(
+        self, run_id: str, frontend_tool_names: set[str], approvals: dict[str, ApprovalRule]
+    ) -> None:
         self._run_id = run_id
         self._frontend = frontend_tool_names
+        self._approvals = approvals
         self._text_message_id: str | None = None
         self._messages = 0
         self.tool_calls: list[ToolCallRecord] = []
         self._wire_ids: dict[str, str] = {}
 
-    @property
-    def frontend_calls(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.frontend]
+    def _kind(self, tool_name: str) -> ToolKind:
+        if tool_name in self._frontend:
+            return "frontend"
+        return "approval" if tool_name in self._approvals else "backend"
+
+    def tool_result(self, wire_id: str, blocks: list[Any]) -> BaseEvent:
+        """``TOOL_CALL_RESULT`` for a call of this thread (used for approved calls too)."""
+        return ToolCallResultEvent(
+            message_id=f"{wire_id}-result",
+            tool_call_id=wire_id,
+            content=render_tool_result(blocks),
+            role="tool",
+        )
 
     def _next_message_id(self) -> str:
         self._messages += 1
@@ -109,12 +123,15 @@ class TurnTranslator:
             if tool_use is None:
                 continue
             parent_id = parent_id or self._next_message_id()
+            rule = self._approvals.get(tool_use["name"])
             record = ToolCallRecord(
                 wire_id=mint_wire_id(),
                 native_id=tool_use["toolUseId"],
                 tool_name=tool_use["name"],
                 args=tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {},
-                frontend=tool_use["name"] in self._frontend,
+                kind=self._kind(tool_use["name"]),
+                approval_message=rule.message if rule else None,
+                response_schema=rule.response_schema if rule else None,
             )
             self.tool_calls.append(record)
             self._wire_ids[record.native_id] = record.wire_id
@@ -130,21 +147,13 @@ class TurnTranslator:
         return events
 
     def _on_tool_results(self, message: dict[str, Any]) -> list[BaseEvent]:
-        frontend_native = {call.native_id for call in self.frontend_calls}
+        open_native = {call.native_id for call in self.tool_calls if call.kind != "backend"}
         events: list[BaseEvent] = []
         for block in message.get("content", []):
             result = block.get("toolResult")
-            if result is None or result["toolUseId"] in frontend_native:
+            if result is None or result["toolUseId"] in open_native:
                 continue
             wire_id = self._wire_ids.get(result["toolUseId"])
-            if wire_id is None:
-                continue
-            events.append(
-                ToolCallResultEvent(
-                    message_id=f"{wire_id}-result",
-                    tool_call_id=wire_id,
-                    content=render_tool_result(list(result.get("content", []))),
-                    role="tool",
-                )
-            )
+            if wire_id is not None:
+                events.append(self.tool_result(wire_id, list(result.get("content", []))))
         return events

@@ -9,41 +9,12 @@ from strands.types.session import SessionMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.contract import (
-    AGENT_ID,
-    NativeToolResult,
-    ReconcileInput,
-    ReconcileOutput,
-    UserInput,
-)
+from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
 from sessions import open_session, tool_result_block, user_content_blocks
+from sessions.patch import SessionPatchError, holds_result, patch_tool_results, write_back
 
 PLACEHOLDER_MISSING = "PlaceholderMissing"
-
-
-def _patch(
-    message: SessionMessage, wanted: dict[str, NativeToolResult]
-) -> tuple[list[str], list[str]]:
-    """Rewrite the ``toolResult`` blocks of ``message`` named in ``wanted``, in place.
-
-    Returns ``(rewritten, unchanged)`` native ids.
-    """
-    rewritten: list[str] = []
-    unchanged: list[str] = []
-    content: list[dict[str, Any]] = message.message["content"]  # type: ignore[assignment]
-    for position, block in enumerate(content):
-        result = block.get("toolResult")
-        if result is None or result["toolUseId"] not in wanted:
-            continue
-        answer = wanted[result["toolUseId"]]
-        target = tool_result_block(answer.native_id, answer.content, answer.error)
-        if result == target:
-            unchanged.append(answer.native_id)
-        else:
-            content[position] = {"toolResult": target}
-            rewritten.append(answer.native_id)
-    return rewritten, unchanged
 
 
 def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) -> bool:
@@ -67,31 +38,30 @@ class ReconcileActivities:
 
     def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
         session = open_session(self._settings.sessions_dir, request.thread_id)
-        wanted = {result.native_id: result for result in request.results}
+        wanted = {
+            r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
+        }
         rewritten: list[str] = []
         unchanged: list[str] = []
-        newest_with_results = True
-        # Placeholders sit in the last tool-result messages: scan from the end.
-        for message in reversed(session.list_messages(request.thread_id, AGENT_ID)):
-            patched, same = _patch(message, wanted)
+        appended = False
+        messages = session.list_messages(request.thread_id, AGENT_ID)
+        for position, message in enumerate(messages):
+            patched, same = patch_tool_results(message, wanted)
             unchanged += same
             changed = bool(patched)
-            if (patched or same) and newest_with_results:
-                # The newest message holding these results ends the history: new user
-                # input joins it rather than following it as a second user message.
-                newest_with_results = False
+            is_last = position == len(messages) - 1
+            anchor = request.anchor_native_id
+            if is_last and anchor and request.user_messages and holds_result(message, anchor):
+                # The results end the history: new user input joins their message rather than
+                # following it as a second user message (roles alternate for every provider).
                 changed = _append_user_input(message, request.user_messages) or changed
+                appended = True
             if changed:
-                session.update_message(request.thread_id, AGENT_ID, message)
-                stored = session.read_message(request.thread_id, AGENT_ID, message.message_id)
-                if stored is None or stored.to_message() != message.to_message():
-                    raise ApplicationError(
-                        f"message {message.message_id} did not read back as written",
-                        type="ReconcileVerifyFailed",
-                    )
+                try:
+                    write_back(session, request.thread_id, message)
+                except SessionPatchError as err:
+                    raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
             rewritten += patched
-            if len(rewritten) + len(unchanged) == len(wanted):
-                break
         missing = set(wanted) - set(rewritten) - set(unchanged)
         if missing:
             raise ApplicationError(
@@ -99,7 +69,9 @@ class ReconcileActivities:
                 type=PLACEHOLDER_MISSING,
                 non_retryable=True,
             )
-        return ReconcileOutput(rewritten=rewritten, unchanged=unchanged)
+        return ReconcileOutput(
+            rewritten=rewritten, unchanged=unchanged, user_input_appended=appended
+        )
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
@@ -107,10 +79,12 @@ class ReconcileActivities:
 
         Goes through the Strands ``SessionRepository`` (``update_message`` on the same message
         id), keeps a client error as ``status: "error"`` with its text, and reads every
-        rewritten message back to verify it.
+        rewritten message back to verify it. When the message holding the anchor's result
+        ends the history, ``user_messages`` are appended to it.
 
-        On retry: a result already in place is reported ``unchanged`` and not written again,
-        so a retried reconcile is a no-op.
+        On retry: results already in place are reported ``unchanged`` and not written again,
+        user input already at the end of the message is not appended again; a retried
+        reconcile is a no-op.
 
         Raises:
             ApplicationError: ``PlaceholderMissing`` (not retryable) when a native id has no

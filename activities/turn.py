@@ -10,18 +10,20 @@ from datetime import timedelta
 from typing import Any
 
 from strands import Agent
+from strands.session.file_session_manager import FileSessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
-from strands.types.tools import AgentTool, ToolResult, ToolUse
+from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.agui_events import TurnTranslator
 from activities.publisher import RunEventPublisher
-from agents import get_agent
+from agents import AgentDefinition, get_agent
 from agents.models import build_model
 from durable_agui.contract import (
     AGENT_ID,
+    ApprovedCall,
     ErrorType,
     FrontendTool,
     TurnInput,
@@ -30,21 +32,25 @@ from durable_agui.contract import (
 )
 from durable_agui.settings import Settings
 from sessions import PLACEHOLDER_TEXT, open_session, user_content_blocks
+from sessions.patch import patch_tool_results, write_back
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_EVERY = timedelta(seconds=2)
+HEARTBEAT_EVERY = timedelta(seconds=1)
+CANCEL_GRACE = timedelta(seconds=10)
+"""How long a cancelled turn may take to reach Strands' next safe stopping point."""
 
 
-def frontend_proxy(tool: FrontendTool) -> AgentTool:
-    """A Strands tool standing in for a client-side tool.
+def placeholder_tool(spec: ToolSpec) -> AgentTool:
+    """A Strands tool that stands in for a call someone else answers.
 
+    Used for client-declared frontend tools and for backend tools that need approval.
     Calling it persists the placeholder result and asks the agent to stop once the current
     tool batch is done (``Agent.cancel(after_current_tools=True)``), so backend calls of the
-    same batch still run and the model is not called again until the client answers.
+    same batch still run and the model is not called again until the answer arrives.
     """
 
-    async def forward_to_client(tool_use: ToolUse, **invocation_state: Any) -> ToolResult:
+    async def hand_over(tool_use: ToolUse, **invocation_state: Any) -> ToolResult:
         invocation_state["agent"].cancel(after_current_tools=True)
         return {
             "toolUseId": tool_use["toolUseId"],
@@ -52,12 +58,15 @@ def frontend_proxy(tool: FrontendTool) -> AgentTool:
             "content": [{"text": PLACEHOLDER_TEXT}],
         }
 
-    spec = {
+    return PythonAgentTool(spec["name"], spec, hand_over)
+
+
+def frontend_spec(tool: FrontendTool) -> ToolSpec:
+    return {
         "name": tool.name,
         "description": tool.description or f"Client-side tool {tool.name}",
         "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}},
     }
-    return PythonAgentTool(tool.name, spec, forward_to_client)  # type: ignore[arg-type]
 
 
 def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
@@ -70,7 +79,7 @@ def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
 
 @contextlib.asynccontextmanager
 async def heartbeating() -> AsyncIterator[None]:
-    """Heartbeat in the background so a dead worker is noticed within the heartbeat timeout."""
+    """Heartbeat in the background: a dead worker is noticed, a cancel request delivered."""
 
     async def beat() -> None:
         while True:
@@ -86,30 +95,82 @@ async def heartbeating() -> AsyncIterator[None]:
             await task
 
 
+def _real_tools(definition: AgentDefinition) -> dict[str, AgentTool]:
+    return {tool.tool_name: tool for tool in definition.tools}
+
+
 class TurnActivities:
     """Holds the settings ``run_turn`` needs (session store location, model choice)."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
 
+    async def _run_approved(
+        self,
+        turn: TurnInput,
+        definition: AgentDefinition,
+        session: FileSessionManager,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> None:
+        """Run each approved call whose placeholder is still persisted, and store its result.
+
+        A call whose result is already real is not run again (retry safety).
+        """
+        tools = _real_tools(definition)
+        wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
+        messages = await asyncio.to_thread(session.list_messages, turn.thread_id, AGENT_ID)
+        runner = Agent(model=build_model(self._settings), tools=[], callback_handler=None)
+        for message in messages:
+            results: dict[str, ToolResult] = {}
+            for block in message.message["content"]:
+                result = block.get("toolResult")
+                call = wanted.get(result["toolUseId"]) if result else None
+                if call is None or result is None:
+                    continue
+                if not any(b.get("text") == PLACEHOLDER_TEXT for b in result.get("content", [])):
+                    continue
+                tool_use: ToolUse = {
+                    "toolUseId": call.native_id,
+                    "name": call.tool_name,
+                    "input": call.args,
+                }
+                final: ToolResult | None = None
+                state = {"agent": runner, "approval": call.payload}
+                async for event in tools[call.tool_name].stream(tool_use, state):
+                    if isinstance(event, dict) and "tool_result" in event:
+                        final = event["tool_result"]
+                if final is None:
+                    final = {"toolUseId": call.native_id, "status": "error", "content": []}
+                results[call.native_id] = final
+                events.publish(translator.tool_result(call.wire_id, list(final["content"])))
+            if results:
+                patch_tool_results(message, results)
+                await asyncio.to_thread(write_back, session, turn.thread_id, message)
+
     @activity.defn(name="run_turn")
     async def run_turn(self, turn: TurnInput) -> TurnOutput:
         """Run one agent turn and stream it to the run's topic as AG-UI events.
 
         Builds a fresh Strands ``Agent`` from the thread's session (no per-process cache, so
-        several workers can share one store), with the agent's backend tools plus one proxy
-        per client-declared frontend tool. Prompts with ``turn.user_messages``, or continues
-        from the session when there are none. Stops right after a tool batch that contains
-        frontend calls.
+        several workers can share one store), with the agent's backend tools plus one
+        placeholder tool per client-declared frontend tool; backend tools that need approval
+        are placeholders too. First runs the calls in ``turn.approved`` and stores their
+        results. Then prompts with ``turn.user_messages``, or continues from the session
+        when there are none. Stops right after a tool batch with frontend or approval calls.
 
-        Returns every tool call with its minted wire id, and the frontend calls left open.
+        Returns every tool call with its minted wire id and kind.
+
+        Cancellation (requested by the workflow through the heartbeat): the agent is asked to
+        stop at its next safe point, which leaves a valid history, and the activity returns
+        normally with ``stop_reason="cancelled"`` so the calls it made are still reported.
 
         Raises:
             ApplicationError: ``UnknownAgent`` (not retryable) when the agent is not
                 registered on this worker.
 
-        On retry: this activity is scheduled with a single attempt (see the workflow), because
-        a re-run would append the turn's messages to the session a second time.
+        On retry: the workflow schedules it with a single attempt, because a re-run would
+        append the turn's messages to the session a second time.
         """
         definition = get_agent(turn.agent)
         if definition is None:
@@ -118,34 +179,48 @@ class TurnActivities:
                 type=ErrorType.UNKNOWN_AGENT,
                 non_retryable=True,
             )
-        backend_names = {getattr(tool, "tool_name", None) for tool in definition.tools}
-        proxies = [frontend_proxy(t) for t in turn.frontend_tools if t.name not in backend_names]
-        translator = TurnTranslator(turn.run_id, {proxy.tool_name for proxy in proxies})
-
-        session = await asyncio.to_thread(open_session, self._settings.sessions_dir, turn.thread_id)
-        agent = Agent(
-            model=build_model(self._settings),
-            tools=[*definition.tools, *proxies],
-            system_prompt=definition.system_prompt,
-            session_manager=session,
-            agent_id=AGENT_ID,
-            name=definition.name,
-            callback_handler=None,
+        real_tools = _real_tools(definition)
+        frontend = [t for t in turn.frontend_tools if t.name not in real_tools]
+        tools: list[Any] = [
+            placeholder_tool(tool.tool_spec) if name in definition.approvals else tool
+            for name, tool in real_tools.items()
+        ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
+        translator = TurnTranslator(
+            turn.run_id, {t.name for t in frontend}, dict(definition.approvals)
         )
+        session = await asyncio.to_thread(open_session, self._settings.sessions_dir, turn.thread_id)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
-        first = True
         stop_reason = "unknown"
         async with RunEventPublisher(turn.run_id, interval) as events, heartbeating():
-            async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
-                for event in translator.feed(strands_event):
-                    events.publish(event, flush_now=first)
-                    first = False
-                if "result" in strands_event:
-                    stop_reason = str(strands_event["result"].stop_reason)
+            if turn.approved:
+                await self._run_approved(turn, definition, session, events, translator)
+            agent = Agent(
+                model=build_model(self._settings),
+                tools=tools,
+                system_prompt=definition.system_prompt,
+                session_manager=session,
+                agent_id=AGENT_ID,
+                name=definition.name,
+                callback_handler=None,
+            )
+
+            async def stream() -> str:
+                reason = "unknown"
+                first = True
+                async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
+                    for event in translator.feed(strands_event):
+                        events.publish(event, flush_now=first)
+                        first = False
+                    if "result" in strands_event:
+                        reason = str(strands_event["result"].stop_reason)
+                return reason
+
+            streaming = asyncio.create_task(stream())
+            try:
+                stop_reason = await asyncio.shield(streaming)
+            except asyncio.CancelledError:
+                agent.cancel()
+                stop_reason = await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
             for event in translator.finish():
                 events.publish(event)
-        return TurnOutput(
-            tool_calls=translator.tool_calls,
-            pending=translator.frontend_calls,
-            stop_reason=stop_reason,
-        )
+        return TurnOutput(tool_calls=translator.tool_calls, stop_reason=stop_reason)

@@ -7,7 +7,7 @@ in ``AGENTS`` below (see CONTRIBUTING.md).
 
 from __future__ import annotations
 
-from agents.definition import AgentDefinition
+from agents.definition import AgentDefinition, ApprovalRule
 from agents.demo import DEMO_AGENT
 
 AGENTS: dict[str, AgentDefinition] = {DEMO_AGENT.name: DEMO_AGENT}
@@ -18,4 +18,4 @@ def get_agent(name: str) -> AgentDefinition | None:
     return AGENTS.get(name)
 
 
-__all__ = ["AGENTS", "AgentDefinition", "get_agent"]
+__all__ = ["AGENTS", "AgentDefinition", "ApprovalRule", "get_agent"]

@@ -1,12 +1,16 @@
-"""The ``demo`` agent: works offline with the deterministic model, one backend tool."""
+"""The ``demo`` agent: works offline with the deterministic model.
+
+Backend tools: ``lookup_flight`` (runs at once) and ``cancel_booking`` (runs only once a
+person approves it; the approval's payload may carry a ``note``).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from strands import tool
+from strands import ToolContext, tool
 
-from agents.definition import AgentDefinition
+from agents.definition import AgentDefinition, ApprovalRule
 
 
 @tool
@@ -16,8 +20,26 @@ def lookup_flight(flight: str) -> dict[str, Any]:
     Args:
         flight: The flight number, for example "XY123".
     """
-    gate = f"{chr(ord('A') + sum(map(ord, flight)) % 6)}{sum(map(ord, flight)) % 40 + 1}"
-    return {"flight": flight, "status": "on time", "gate": gate}
+    checksum = sum(map(ord, flight))
+    return {
+        "flight": flight,
+        "status": "on time",
+        "gate": f"{'ABCDEF'[checksum % 6]}{checksum % 40 + 1}",
+    }
+
+
+@tool(context=True)
+def cancel_booking(booking: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Cancel a booking. Needs the person's approval.
+
+    Args:
+        booking: The booking reference, for example "BK-1".
+    """
+    approval = tool_context.invocation_state.get("approval") or {}
+    return {
+        "cancelled": booking,
+        "note": approval.get("note") if isinstance(approval, dict) else None,
+    }
 
 
 DEMO_AGENT = AgentDefinition(
@@ -27,5 +49,11 @@ DEMO_AGENT = AgentDefinition(
         "You help people book flights. Use lookup_flight to check a flight, and ask the "
         "person to confirm a booking with the confirm_booking tool when the client offers it."
     ),
-    tools=(lookup_flight,),
+    tools=(lookup_flight, cancel_booking),
+    approvals={
+        "cancel_booking": ApprovalRule(
+            message="Cancel this booking? This cannot be undone.",
+            response_schema={"type": "object", "properties": {"note": {"type": "string"}}},
+        )
+    },
 )

@@ -12,7 +12,12 @@ from durable_agui.contract import ErrorType
 STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.UNKNOWN_TOOL_CALL: 409,
     ErrorType.CONFLICTING_TOOL_RESULT: 409,
-    ErrorType.TOOL_RESULTS_AWAITED: 409,
+    ErrorType.TOOL_CALL_EXPIRED: 409,
+    ErrorType.TOOL_CALL_ABANDONED: 409,
+    ErrorType.UNKNOWN_INTERRUPT: 409,
+    ErrorType.CONFLICTING_RESUME: 409,
+    ErrorType.INTERRUPTS_UNANSWERED: 409,
+    ErrorType.NO_RUN_IN_PROGRESS: 409,
     ErrorType.AGENT_MISMATCH: 409,
     ErrorType.UNKNOWN_AGENT: 404,
 }

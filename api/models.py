@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from ag_ui.core import Message
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from durable_agui.contract import ThreadStatus
@@ -20,6 +21,18 @@ class PendingToolCallView(CamelModel):
     tool_name: str
     args: dict[str, Any]
     run_id: str = Field(description="The run that emitted the call.")
+    expires_at: datetime = Field(description="When the call closes without an answer.")
+    answered: bool
+
+
+class InterruptView(CamelModel):
+    interrupt_id: str = Field(description="Answer with a resume entry carrying this id.")
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    message: str
+    response_schema: dict[str, Any] | None
+    expires_at: datetime
     answered: bool
 
 
@@ -30,6 +43,7 @@ class ThreadView(CamelModel):
     current_run_id: str | None
     queued_run_ids: list[str]
     pending_tool_calls: list[PendingToolCallView]
+    interrupts: list[InterruptView]
     workflow_id: str
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
 
@@ -45,13 +59,30 @@ class ToolResultIn(CamelModel):
     error: str | None = None
 
 
+class ResumeIn(CamelModel):
+    interrupt_id: str = Field(min_length=1)
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+
 class ToolResultsIn(CamelModel):
-    results: list[ToolResultIn] = Field(min_length=1)
+    results: list[ToolResultIn] = Field(default_factory=list)
+    resume: list[ResumeIn] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something(self) -> ToolResultsIn:
+        if not self.results and not self.resume:
+            raise ValueError("give at least one result or resume entry")
+        return self
+
+
+class CancelOut(CamelModel):
+    run_id: str = Field(description="The run being cancelled; it ends with outcome cancelled.")
 
 
 class ToolResultsOut(CamelModel):
-    accepted: list[str] = Field(description="Wire ids whose results were stored now.")
-    acknowledged: list[str] = Field(description="Wire ids whose identical results were held.")
+    accepted: list[str] = Field(description="Wire / interrupt ids whose answers were stored now.")
+    acknowledged: list[str] = Field(description="Ids whose identical answers were held already.")
     still_pending: list[str]
     run_id: str | None = Field(
         description="The continuation run started, if the batch is complete."

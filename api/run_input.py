@@ -6,7 +6,7 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
-from durable_agui.contract import FrontendTool, RunRequest, ToolResult, UserInput
+from durable_agui.contract import FrontendTool, ResumeAnswer, RunRequest, ToolResult, UserInput
 
 
 def _content(content: Any) -> str | list[dict[str, Any]]:
@@ -20,7 +20,8 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
 
     AG-UI clients re-send the whole conversation on every run. Only its tail is new: the
     ``role:"tool"`` messages (answers to frontend calls, by wire id) and ``role:"user"``
-    messages after the last assistant message. The workflow then drops user messages whose
+    messages after the last assistant message. ``resume`` entries answer approval
+    interrupts (AG-UI 1.0). The workflow then drops user messages whose
     id it already took in, so a re-sent transcript causes no second turn.
     """
     tail_start = 0
@@ -47,6 +48,12 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
         agent=agent,
         user_messages=user_messages,
         tool_results=tool_results,
+        resume=[
+            ResumeAnswer(
+                interrupt_id=entry.interrupt_id, status=entry.status, payload=entry.payload
+            )
+            for entry in run_input.resume or []
+        ],
         frontend_tools=[
             FrontendTool(
                 name=tool.name,

@@ -13,6 +13,7 @@ from temporalio.service import RPCError
 
 from api.errors import from_update_failure, is_not_found, thread_not_found
 from durable_agui.contract import (
+    CancelAccepted,
     RunAccepted,
     RunRequest,
     ThreadInput,
@@ -35,7 +36,9 @@ async def submit_run(
     """
     start = WithStartWorkflowOperation(
         AgentThreadWorkflow.run,
-        ThreadInput(thread_id=thread_id, agent=request.agent),
+        ThreadInput(
+            thread_id=thread_id, agent=request.agent, answer_timeout_s=settings.answer_timeout_s
+        ),
         id=workflow_id_for(thread_id),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         task_queue=settings.task_queue,
@@ -58,6 +61,18 @@ async def submit_tool_results(
     handle = client.get_workflow_handle(workflow_id_for(thread_id))
     try:
         return await handle.execute_update(AgentThreadWorkflow.submit_tool_results, request)
+    except WorkflowUpdateFailedError as err:
+        raise from_update_failure(err) from err
+    except RPCError as err:
+        if is_not_found(err):
+            raise thread_not_found(thread_id) from err
+        raise
+
+
+async def cancel_run(client: Client, thread_id: str) -> CancelAccepted:
+    handle = client.get_workflow_handle(workflow_id_for(thread_id))
+    try:
+        return await handle.execute_update(AgentThreadWorkflow.cancel_run)
     except WorkflowUpdateFailedError as err:
         raise from_update_failure(err) from err
     except RPCError as err:

@@ -11,8 +11,9 @@ server-side stand-in result persisted while the client has the call.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from ag_ui.core import BaseEvent, Event
 from pydantic import BaseModel, Field, TypeAdapter
@@ -43,7 +44,12 @@ class ErrorType(StrEnum):
 
     UNKNOWN_TOOL_CALL = "UnknownToolCall"
     CONFLICTING_TOOL_RESULT = "ConflictingToolResult"
-    TOOL_RESULTS_AWAITED = "ToolResultsAwaited"
+    TOOL_CALL_EXPIRED = "ToolCallExpired"
+    TOOL_CALL_ABANDONED = "ToolCallAbandoned"
+    UNKNOWN_INTERRUPT = "UnknownInterrupt"
+    CONFLICTING_RESUME = "ConflictingResume"
+    INTERRUPTS_UNANSWERED = "InterruptsUnanswered"
+    NO_RUN_IN_PROGRESS = "NoRunInProgress"
     AGENT_MISMATCH = "ThreadAgentMismatch"
     UNKNOWN_AGENT = "UnknownAgent"
 
@@ -52,6 +58,16 @@ class ThreadStatus(StrEnum):
     IDLE = "idle"
     RUNNING = "running"
     AWAITING_TOOL_RESULTS = "awaiting_tool_results"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+class ClosedReason(StrEnum):
+    """Why a frontend call or approval stopped waiting."""
+
+    ANSWERED = "answered"
+    ABANDONED = "abandoned"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
 
 
 class FrontendTool(BaseModel):
@@ -87,13 +103,25 @@ class ToolResult(BaseModel):
         return self.content == other.content and self.error == other.error
 
 
+class ResumeAnswer(BaseModel):
+    """An AG-UI 1.0 ``resume`` entry: the answer to an interrupt (an approval request)."""
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+    def same_answer(self, other: ResumeAnswer) -> bool:
+        return self.status == other.status and self.payload == other.payload
+
+
 class RunRequest(BaseModel):
-    """One AG-UI run handed to a thread: its new user messages and tool results."""
+    """One AG-UI run handed to a thread: its new user messages, tool results and resumes."""
 
     run_id: str
     agent: str
     user_messages: list[UserInput] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list)
+    resume: list[ResumeAnswer] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
 
 
@@ -112,13 +140,14 @@ class RunAccepted(BaseModel):
 
 
 class ToolResultsRequest(BaseModel):
-    """The REST trigger's body: results for pending frontend calls.
+    """The REST trigger's body: results for pending frontend calls, answers to approvals.
 
-    ``run_id`` names the continuation run that starts when the results complete a batch.
+    ``run_id`` names the continuation run that starts when the answers complete a batch.
     """
 
     run_id: str
-    results: list[ToolResult]
+    results: list[ToolResult] = Field(default_factory=list)
+    resume: list[ResumeAnswer] = Field(default_factory=list)
 
 
 class ToolResultsAccepted(BaseModel):
@@ -135,14 +164,25 @@ class ToolResultsAccepted(BaseModel):
     run_id: str | None = None
 
 
+ToolKind = Literal["backend", "frontend", "approval"]
+"""``backend``: runs in the turn; ``frontend``: the client runs it; ``approval``: a backend
+tool that runs only once a person approves it (an AG-UI interrupt)."""
+
+
 class ToolCallRecord(BaseModel):
-    """A tool call the model made in a turn, under both of its ids."""
+    """A tool call the model made in a turn, under both of its ids.
+
+    For ``approval`` calls, ``approval_message`` and ``response_schema`` describe the
+    interrupt to show the person.
+    """
 
     wire_id: str
     native_id: str
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
-    frontend: bool = False
+    kind: ToolKind = "backend"
+    approval_message: str | None = None
+    response_schema: dict[str, Any] | None = None
 
 
 class PendingToolCall(BaseModel):
@@ -153,7 +193,33 @@ class PendingToolCall(BaseModel):
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
     run_id: str
+    expires_at: datetime
     result: ToolResult | None = None
+
+
+class OpenInterrupt(BaseModel):
+    """An approval the thread waits on; ``resolution`` is set once the person answered."""
+
+    interrupt_id: str
+    wire_id: str
+    native_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    message: str
+    response_schema: dict[str, Any] | None = None
+    run_id: str
+    expires_at: datetime
+    resolution: ResumeAnswer | None = None
+
+
+class ApprovedCall(BaseModel):
+    """An approved call ``run_turn`` executes before continuing; ``payload`` is the person's."""
+
+    wire_id: str
+    native_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    payload: Any = None
 
 
 class ThreadState(BaseModel):
@@ -168,15 +234,21 @@ class ThreadState(BaseModel):
     current_run_id: str | None
     queued_run_ids: list[str]
     pending_tool_calls: list[PendingToolCall]
+    interrupts: list[OpenInterrupt]
     tool_call_ids: dict[str, str]
     turns: int
 
 
 class ThreadInput(BaseModel):
-    """Start input of ``AgentThreadWorkflow``."""
+    """Start input of ``AgentThreadWorkflow``.
+
+    ``answer_timeout_s``: how long a frontend call or approval waits for its answer before
+    it is closed with an explicit "no answer" result (seconds; default 24 hours).
+    """
 
     thread_id: str
     agent: str
+    answer_timeout_s: float = 24 * 3600
     stream_state: WorkflowStreamState | None = None
 
 
@@ -192,14 +264,19 @@ class TurnInput(BaseModel):
     agent: str
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
+    approved: list[ApprovedCall] = Field(default_factory=list)
 
 
 class TurnOutput(BaseModel):
-    """Output of ``run_turn``: every call the turn made, and the frontend calls left open."""
+    """Output of ``run_turn``: every call the turn made; the open ones are the frontend and
+    approval calls of its last tool batch."""
 
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-    pending: list[ToolCallRecord] = Field(default_factory=list)
     stop_reason: str
+
+    @property
+    def open_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.kind != "backend"]
 
 
 class NativeToolResult(BaseModel):
@@ -220,15 +297,23 @@ class ReconcileInput(BaseModel):
     """
 
     thread_id: str
-    results: list[NativeToolResult]
+    results: list[NativeToolResult] = Field(default_factory=list)
     user_messages: list[UserInput] = Field(default_factory=list)
+    anchor_native_id: str | None = None
+    """The call whose result message receives ``user_messages`` (if it ends the history)."""
 
 
 class ReconcileOutput(BaseModel):
-    """``rewritten``: native ids patched now; ``unchanged``: already held the real result."""
+    """``rewritten``: native ids patched now; ``unchanged``: already held the real result;
+    ``user_input_appended``: the user input joined the anchor's message."""
 
     rewritten: list[str]
     unchanged: list[str]
+    user_input_appended: bool = False
+
+
+class CancelAccepted(BaseModel):
+    run_id: str
 
 
 _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)

@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8000
 
+    answer_timeout_s: float = 24 * 3600
+    """How long a frontend call or approval waits for its answer before it is closed with an
+    explicit "no answer" result (seconds). Applies to threads started afterwards."""
+
     stream_batch_interval_ms: int = 50
     """How long an activity buffers AG-UI events before publishing them to the workflow."""
     stream_poll_cooldown_ms: int = 20

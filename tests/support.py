@@ -52,7 +52,9 @@ async def start_run(
         ),
         start_workflow_operation=WithStartWorkflowOperation(
             AgentThreadWorkflow.run,
-            ThreadInput(thread_id=thread_id, agent="demo"),
+            ThreadInput(
+                thread_id=thread_id, agent="demo", answer_timeout_s=settings.answer_timeout_s
+            ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             task_queue=settings.task_queue,

@@ -30,6 +30,7 @@ async def test_thread_waits_three_days_for_a_frontend_result_then_completes(
     time_skipping_env: WorkflowEnvironment, settings: Settings
 ) -> None:
     client = time_skipping_env.client
+    settings.answer_timeout_s = timedelta(days=7).total_seconds()
     async with build_worker(client, settings, max_cached_workflows=0):
         accepted = await start_run(
             client, settings, "t-3days", "r1", 'call confirm_booking {"flight":"XY123"}',

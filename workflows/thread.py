@@ -1,26 +1,33 @@
 """``AgentThreadWorkflow``: one AG-UI thread as a durable state machine.
 
-State: the queue of runs, the pending frontend calls of the last turn, the wire -> native
-tool-call id map, the client message ids already taken in, and the status. Runs arrive by
-update (``submit_run``, usually with start); results can also arrive alone
+State: the queue of runs; the open *batch* (the frontend calls and approval interrupts of
+the last turn, waiting for answers); the wire -> native tool-call id map; the client message
+ids already taken in; the results still to be written to the session (the *tail*); status.
+
+Runs arrive by update (``submit_run``, usually with start); answers can also arrive alone
 (``submit_tool_results``, the REST trigger). The loop takes one run at a time, so turns of
-one thread never interleave, whatever number of API processes send them.
+one thread never interleave, whatever number of API processes send them. While a batch is
+open the loop waits on a durable timer as well: unanswered calls expire.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
         PROTOCOL_VERSION,
         BaseEvent,
+        Interrupt,
         RunErrorEvent,
+        RunFinishedCancelledOutcome,
         RunFinishedEvent,
+        RunFinishedInterruptOutcome,
         RunFinishedSuccessOutcome,
         RunStartedEvent,
         ToolCallResultEvent,
@@ -28,17 +35,23 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from durable_agui.contract import (
+        ApprovedCall,
+        CancelAccepted,
+        ClosedReason,
         ErrorType,
         FrontendTool,
         NativeToolResult,
+        OpenInterrupt,
         PendingToolCall,
         ReconcileInput,
         ReconcileOutput,
+        ResumeAnswer,
         RunAccepted,
         RunRequest,
         ThreadInput,
         ThreadState,
         ThreadStatus,
+        ToolCallRecord,
         ToolResult,
         ToolResultsAccepted,
         ToolResultsRequest,
@@ -50,11 +63,23 @@ with workflow.unsafe.imports_passed_through():
     )
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
-RUN_TURN_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+RUN_TURN_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 RECONCILE_TIMEOUT = timedelta(seconds=30)
 
-NOT_ANSWERED = "The client did not answer this tool call before the user sent a new message."
-"""Error result persisted for a frontend call left unanswered when new user input arrives."""
+NO_ANSWER = {
+    ClosedReason.ABANDONED: "The client did not answer this tool call before the user sent "
+    "a new message.",
+    ClosedReason.EXPIRED: "The client did not answer this tool call before its deadline.",
+    ClosedReason.CANCELLED: "The run was cancelled before this tool call was answered.",
+}
+"""Error result persisted in place of the placeholder for a call that got no answer."""
+
+DENIED = "The person declined this action; it was not run."
+"""Error result persisted for an approval the person cancelled."""
+
+
+class _RunCancelled(Exception):
+    """Raised inside a run when ``cancel_run`` stopped it."""
 
 
 @workflow.defn
@@ -63,12 +88,24 @@ class AgentThreadWorkflow:
     def __init__(self, start: ThreadInput) -> None:
         self._thread_id = start.thread_id
         self._agent = start.agent
-        self._status = ThreadStatus.IDLE
+        self._answer_timeout = timedelta(seconds=start.answer_timeout_s)
         self._queue: list[RunRequest] = []
         self._current_run_id: str | None = None
-        self._pending: dict[str, PendingToolCall] = {}
-        self._answered: dict[str, ToolResult] = {}
+        self._cancel_requested = False
+        self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
+        # The open batch: frontend calls by wire id, approvals by interrupt id, call order.
+        self._calls: dict[str, PendingToolCall] = {}
+        self._interrupts: dict[str, OpenInterrupt] = {}
+        self._batch_order: list[str] = []
+        # Answers that closed a batch: by wire id (calls) and interrupt id (approvals).
+        self._closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = {}
+        self._closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = {}
+        # Results of a closed batch not yet written to the session, approvals not yet run.
+        self._tail: list[NativeToolResult] = []
+        self._approved: list[ApprovedCall] = []
+        self._tail_anchor: str | None = None
         self._tool_call_ids: dict[str, str] = {}
+        self._approval_wire_ids: set[str] = set()
         self._taken_message_ids: set[str] = set()
         self._frontend_tools: list[FrontendTool] = []
         self._turns = 0
@@ -77,10 +114,26 @@ class AgentThreadWorkflow:
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
         while True:
-            await workflow.wait_condition(lambda: bool(self._queue))
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(self._queue), timeout=self._time_to_deadline()
+                )
+            except TimeoutError:
+                await self._expire_batch()
+                continue
             await self._execute(self._queue.pop(0))
 
-    # -- messages ---------------------------------------------------------------------------
+    # -- queries and updates ----------------------------------------------------------------
+
+    @property
+    def _status(self) -> ThreadStatus:
+        if self._current_run_id is not None:
+            return ThreadStatus.RUNNING
+        if any(i.resolution is None for i in self._interrupts.values()):
+            return ThreadStatus.AWAITING_APPROVAL
+        if self._calls:
+            return ThreadStatus.AWAITING_TOOL_RESULTS
+        return ThreadStatus.IDLE
 
     @workflow.query
     def state(self) -> ThreadState:
@@ -90,18 +143,17 @@ class AgentThreadWorkflow:
             status=self._status,
             current_run_id=self._current_run_id,
             queued_run_ids=[run.run_id for run in self._queue],
-            pending_tool_calls=list(self._pending.values()),
+            pending_tool_calls=list(self._calls.values()),
+            interrupts=list(self._interrupts.values()),
             tool_call_ids=self._tool_call_ids,
             turns=self._turns,
         )
 
     @workflow.update
     def submit_run(self, request: RunRequest) -> RunAccepted:
-        """Queue an AG-UI run: take in its tool results and its not-yet-seen user messages."""
-        acknowledged = [
-            r.tool_call_id for r in request.tool_results if r.tool_call_id in self._answered
-        ]
-        self._take_results(request.tool_results)
+        """Queue an AG-UI run: take in its answers and its not-yet-seen user messages."""
+        acknowledged = self._already_held(request.tool_results, request.resume)
+        self._take_answers(request.tool_results, request.resume)
         fresh = [m for m in request.user_messages if m.message_id not in self._taken_message_ids]
         self._taken_message_ids.update(m.message_id for m in fresh)
         if request.frontend_tools:
@@ -123,16 +175,27 @@ class AgentThreadWorkflow:
                 f"not {request.agent!r}",
                 type=ErrorType.AGENT_MISMATCH,
             )
-        self._check_results(request.tool_results)
+        self._check_answers(request.tool_results, request.resume)
+        answered = {answer.interrupt_id for answer in request.resume}
+        unanswered = [
+            i.interrupt_id
+            for i in self._interrupts.values()
+            if i.resolution is None and i.interrupt_id not in answered
+        ]
+        if unanswered:
+            raise ApplicationError(
+                f"the run must answer every open interrupt with a resume entry "
+                f"(status resolved or cancelled); unanswered: {unanswered}",
+                type=ErrorType.INTERRUPTS_UNANSWERED,
+            )
 
     @workflow.update
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
-        """Take in results for pending calls; a completed batch queues the continuation run."""
-        acknowledged = [r.tool_call_id for r in request.results if r.tool_call_id in self._answered]
-        accepted = self._take_results(request.results)
-        still_pending = [w for w, call in self._pending.items() if call.result is None]
+        """Take in answers; when they complete the batch, queue the continuation run."""
+        acknowledged = self._already_held(request.results, request.resume)
+        accepted = self._take_answers(request.results, request.resume)
         run_id: str | None = None
-        if accepted and not still_pending:
+        if accepted and self._batch_complete():
             run_id = request.run_id
             self._queue.append(
                 RunRequest(run_id=run_id, agent=self._agent, frontend_tools=self._frontend_tools)
@@ -140,53 +203,254 @@ class AgentThreadWorkflow:
         return ToolResultsAccepted(
             accepted=accepted,
             acknowledged=acknowledged,
-            still_pending=still_pending,
+            still_pending=[w for w, c in self._calls.items() if c.result is None]
+            + [i for i, it in self._interrupts.items() if it.resolution is None],
             run_id=run_id,
         )
 
     @submit_tool_results.validator
     def _validate_tool_results(self, request: ToolResultsRequest) -> None:
-        if not request.results:
+        if not request.results and not request.resume:
             raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
-        self._check_results(request.results)
+        self._check_answers(request.results, request.resume)
 
-    # -- tool results ---------------------------------------------------------------------
+    @workflow.update
+    def cancel_run(self) -> CancelAccepted:
+        """Stop the run in progress; it ends with ``RUN_FINISHED`` outcome ``cancelled``."""
+        assert self._current_run_id is not None
+        self._cancel_requested = True
+        if self._turn_activity is not None:
+            self._turn_activity.cancel()
+        return CancelAccepted(run_id=self._current_run_id)
 
-    def _check_results(self, results: list[ToolResult]) -> None:
-        """Refuse (before anything is written) results this thread cannot take.
+    @cancel_run.validator
+    def _validate_cancel(self) -> None:
+        if self._current_run_id is None:
+            raise ApplicationError(
+                f"thread {self._thread_id!r} has no run in progress",
+                type=ErrorType.NO_RUN_IN_PROGRESS,
+            )
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def _check_answers(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> None:
+        """Refuse, before anything is written, answers this thread cannot take.
 
         ``UnknownToolCall``: an id this thread never emitted as a frontend call.
         ``ConflictingToolResult``: a different answer for an id already answered.
+        ``ToolCallExpired`` / ``ToolCallAbandoned``: the call was closed without an answer.
+        ``UnknownInterrupt`` / ``ConflictingResume``: the same for approvals.
         """
         seen: dict[str, ToolResult] = {}
         for result in results:
             wire_id = result.tool_call_id
-            held = self._answered.get(wire_id) or seen.get(wire_id)
-            if wire_id in self._pending and self._pending[wire_id].result is not None:
-                held = held or self._pending[wire_id].result
+            closed = self._closed_calls.get(wire_id)
+            if closed is not None and closed[1] != ClosedReason.ANSWERED:
+                if not closed[0].same_answer(result):
+                    self._refuse_closed(wire_id, closed[1])
+                continue
+            call = self._calls.get(wire_id)
+            held = seen.get(wire_id) or (call.result if call else None)
+            held = held or (closed[0] if closed else None)
             if held is not None and not held.same_answer(result):
                 raise ApplicationError(
                     f"tool call {wire_id!r} already has a different result",
                     type=ErrorType.CONFLICTING_TOOL_RESULT,
                 )
-            if wire_id not in self._pending and wire_id not in self._answered:
-                busy = " (a run is in progress: send results after its RUN_FINISHED)"
+            if call is None and closed is None:
+                hint = ""
+                if wire_id in self._approval_wire_ids:
+                    hint = " (it needs approval: answer its interrupt with a resume entry)"
+                elif self._current_run_id is not None:
+                    hint = " (a run is in progress: send results after its RUN_FINISHED)"
                 raise ApplicationError(
                     f"tool call {wire_id!r} is not a pending frontend call of thread "
-                    f"{self._thread_id!r}{busy if self._current_run_id else ''}",
+                    f"{self._thread_id!r}{hint}",
                     type=ErrorType.UNKNOWN_TOOL_CALL,
                 )
             seen[wire_id] = result
+        answers: dict[str, ResumeAnswer] = {}
+        for answer in resume:
+            interrupt = self._interrupts.get(answer.interrupt_id)
+            closed_answer = self._closed_interrupts.get(answer.interrupt_id)
+            if interrupt is None and closed_answer is None:
+                raise ApplicationError(
+                    f"interrupt {answer.interrupt_id!r} is not open in thread {self._thread_id!r}",
+                    type=ErrorType.UNKNOWN_INTERRUPT,
+                )
+            held_answer = answers.get(answer.interrupt_id) or (
+                interrupt.resolution if interrupt else closed_answer[0] if closed_answer else None
+            )
+            if held_answer is not None and not held_answer.same_answer(answer):
+                raise ApplicationError(
+                    f"interrupt {answer.interrupt_id!r} already has a different answer",
+                    type=ErrorType.CONFLICTING_RESUME,
+                )
+            answers[answer.interrupt_id] = answer
 
-    def _take_results(self, results: list[ToolResult]) -> list[str]:
-        """Store validated results on their pending calls; returns the newly stored ids."""
+    def _refuse_closed(self, wire_id: str, reason: ClosedReason) -> None:
+        error_type = {
+            ClosedReason.EXPIRED: ErrorType.TOOL_CALL_EXPIRED,
+        }.get(reason, ErrorType.TOOL_CALL_ABANDONED)
+        raise ApplicationError(
+            f"tool call {wire_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}",
+            type=error_type,
+        )
+
+    def _already_held(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
+        held = [
+            r.tool_call_id
+            for r in results
+            if r.tool_call_id in self._closed_calls
+            or (r.tool_call_id in self._calls and self._calls[r.tool_call_id].result is not None)
+        ]
+        return held + [
+            a.interrupt_id
+            for a in resume
+            if a.interrupt_id in self._closed_interrupts
+            or (
+                a.interrupt_id in self._interrupts
+                and self._interrupts[a.interrupt_id].resolution is not None
+            )
+        ]
+
+    def _take_answers(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
+        """Store validated answers on the open batch; returns the ids stored now."""
         accepted: list[str] = []
         for result in results:
-            call = self._pending.get(result.tool_call_id)
+            call = self._calls.get(result.tool_call_id)
             if call is not None and call.result is None:
                 call.result = result
                 accepted.append(result.tool_call_id)
+        for answer in resume:
+            interrupt = self._interrupts.get(answer.interrupt_id)
+            if interrupt is not None and interrupt.resolution is None:
+                interrupt.resolution = answer
+                accepted.append(answer.interrupt_id)
         return accepted
+
+    def _batch_complete(self) -> bool:
+        return all(c.result is not None for c in self._calls.values()) and all(
+            i.resolution is not None for i in self._interrupts.values()
+        )
+
+    def _time_to_deadline(self) -> timedelta | None:
+        deadlines = [c.expires_at for c in self._calls.values() if c.result is None]
+        deadlines += [i.expires_at for i in self._interrupts.values() if i.resolution is None]
+        if not deadlines:
+            return None
+        return max(min(deadlines) - workflow.now(), timedelta(milliseconds=1))
+
+    # -- closing a batch ----------------------------------------------------------------------
+
+    def _close_batch(self, run_id: str | None, unanswered: ClosedReason) -> None:
+        """Close the open batch: every call gets its answer or an explicit "no answer" result.
+
+        The results go to the tail (written to the session by the next reconcile), approved
+        calls to the list ``run_turn`` executes. With ``run_id``, the client is told about
+        each unanswered call in that run's stream.
+        """
+        for call in self._calls.values():
+            reason = ClosedReason.ANSWERED
+            if call.result is None:
+                reason = unanswered
+                call.result = ToolResult(tool_call_id=call.wire_id, error=NO_ANSWER[reason])
+                self._tell_client(run_id, call.wire_id, NO_ANSWER[reason])
+            self._closed_calls[call.wire_id] = (call.result, reason)
+            self._tail.append(
+                NativeToolResult(
+                    native_id=call.native_id,
+                    tool_name=call.tool_name,
+                    content=call.result.content,
+                    error=call.result.error,
+                )
+            )
+        for interrupt in self._interrupts.values():
+            reason = ClosedReason.ANSWERED
+            if interrupt.resolution is None:
+                reason = unanswered
+                interrupt.resolution = ResumeAnswer(
+                    interrupt_id=interrupt.interrupt_id, status="cancelled"
+                )
+                self._tell_client(run_id, interrupt.wire_id, NO_ANSWER[reason])
+            answer = interrupt.resolution
+            self._closed_interrupts[interrupt.interrupt_id] = (answer, reason)
+            if answer.status == "resolved":
+                self._approved.append(
+                    ApprovedCall(
+                        wire_id=interrupt.wire_id,
+                        native_id=interrupt.native_id,
+                        tool_name=interrupt.tool_name,
+                        args=interrupt.args,
+                        payload=answer.payload,
+                    )
+                )
+                continue
+            denial = DENIED if reason == ClosedReason.ANSWERED else NO_ANSWER[reason]
+            self._tail.append(
+                NativeToolResult(
+                    native_id=interrupt.native_id,
+                    tool_name=interrupt.tool_name,
+                    content=json.dumps(answer.payload) if answer.payload is not None else "",
+                    error=denial,
+                )
+            )
+            if reason == ClosedReason.ANSWERED:
+                self._tell_client(run_id, interrupt.wire_id, denial)
+        if self._batch_order:
+            self._tail_anchor = self._batch_order[-1]
+        self._calls.clear()
+        self._interrupts.clear()
+        self._batch_order.clear()
+
+    def _tell_client(self, run_id: str | None, wire_id: str, content: str) -> None:
+        if run_id is not None:
+            self._publish(
+                run_id,
+                ToolCallResultEvent(
+                    message_id=f"{wire_id}-result",
+                    tool_call_id=wire_id,
+                    content=content,
+                    role="tool",
+                ),
+            )
+
+    async def _expire_batch(self) -> None:
+        """The deadline passed: close the batch with "no answer" results and write them."""
+        self._close_batch(None, ClosedReason.EXPIRED)
+        try:
+            await self._write_tail([])
+        except ActivityError:
+            workflow.logger.exception("writing expired results failed; the next run retries")
+
+    async def _write_tail(self, user_messages: list[UserInput]) -> bool:
+        """Write the tail over the placeholders (and the new user input after them).
+
+        Returns whether the user input joined the tail's message.
+        """
+        if not self._tail and not (user_messages and self._tail_anchor):
+            return False
+        written = await workflow.execute_activity(
+            "reconcile_session",
+            ReconcileInput(
+                thread_id=self._thread_id,
+                results=self._tail,
+                user_messages=user_messages,
+                anchor_native_id=self._tail_anchor,
+            ),
+            result_type=ReconcileOutput,
+            start_to_close_timeout=RECONCILE_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=5),
+            summary="reconcile "
+            + ", ".join(
+                f"{r.tool_name} {self._wire_id(r.native_id)}={r.native_id}" for r in self._tail
+            ),
+        )
+        self._tail = []
+        return written.user_input_appended
+
+    def _wire_id(self, native_id: str) -> str:
+        return next((w for w, n in self._tool_call_ids.items() if n == native_id), "?")
 
     # -- running a turn ---------------------------------------------------------------------
 
@@ -195,7 +459,7 @@ class AgentThreadWorkflow:
 
     async def _execute(self, run: RunRequest) -> None:
         self._current_run_id = run.run_id
-        self._status = ThreadStatus.RUNNING
+        self._cancel_requested = False
         self._publish(
             run.run_id,
             RunStartedEvent(
@@ -204,10 +468,15 @@ class AgentThreadWorkflow:
         )
         try:
             await self._turn(run)
-            outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(self._pending) or None)
+            self._publish(run.run_id, self._finished(run.run_id))
+        except _RunCancelled:
             self._publish(
                 run.run_id,
-                RunFinishedEvent(thread_id=self._thread_id, run_id=run.run_id, outcome=outcome),
+                RunFinishedEvent(
+                    thread_id=self._thread_id,
+                    run_id=run.run_id,
+                    outcome=RunFinishedCancelledOutcome(),
+                ),
             )
         except ActivityError as err:
             cause = err.cause
@@ -216,60 +485,56 @@ class AgentThreadWorkflow:
             self._publish(run.run_id, RunErrorEvent(message=message, code=code or "TurnFailed"))
         finally:
             self._current_run_id = None
-            self._status = (
-                ThreadStatus.AWAITING_TOOL_RESULTS if self._pending else ThreadStatus.IDLE
+
+    def _finished(self, run_id: str) -> RunFinishedEvent:
+        open_interrupts = [i for i in self._interrupts.values() if i.resolution is None]
+        if open_interrupts:
+            outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome = (
+                RunFinishedInterruptOutcome(
+                    interrupts=[
+                        Interrupt(
+                            id=i.interrupt_id,
+                            reason="tool_approval",
+                            message=i.message,
+                            tool_call_id=i.wire_id,
+                            response_schema=i.response_schema,
+                            expires_at=i.expires_at.isoformat(),
+                        )
+                        for i in open_interrupts
+                    ]
+                )
             )
+        else:
+            pending = [w for w, c in self._calls.items() if c.result is None]
+            outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
+        return RunFinishedEvent(thread_id=self._thread_id, run_id=run_id, outcome=outcome)
 
     async def _turn(self, run: RunRequest) -> None:
-        complete = all(call.result is not None for call in self._pending.values())
-        if self._pending and (complete or run.user_messages):
-            await self._reconcile(run)
-            await self._run_turn(run, user_messages=[])
-        elif not self._pending and run.user_messages:
-            await self._run_turn(run, user_messages=run.user_messages)
+        closed_now = False
+        if self._calls or self._interrupts:
+            if not self._batch_complete() and not run.user_messages:
+                return  # more answers to come
+            self._close_batch(run.run_id, ClosedReason.ABANDONED)
+            closed_now = True
+        # A closed batch whose results end the history: the model has not read them yet.
+        continuing = closed_now or self._tail_anchor is not None
+        if continuing and not (closed_now or run.user_messages):
+            return  # results of an expired batch wait for the next user input
+        if continuing:
+            appended = await self._write_tail(run.user_messages)
+            self._check_cancelled()
+            await self._run_turn(run, [] if appended else run.user_messages, self._approved)
+        elif run.user_messages:
+            await self._run_turn(run, run.user_messages, [])
 
-    async def _reconcile(self, run: RunRequest) -> None:
-        """Write the batch's results over the placeholders; unanswered calls get an error."""
-        for call in self._pending.values():
-            if call.result is None:
-                call.result = ToolResult(tool_call_id=call.wire_id, error=NOT_ANSWERED)
-                self._publish(
-                    run.run_id,
-                    ToolCallResultEvent(
-                        message_id=f"{call.wire_id}-result",
-                        tool_call_id=call.wire_id,
-                        content=NOT_ANSWERED,
-                        role="tool",
-                    ),
-                )
-        results = [
-            NativeToolResult(
-                native_id=call.native_id,
-                tool_name=call.tool_name,
-                content=call.result.content,
-                error=call.result.error,
-            )
-            for call in self._pending.values()
-            if call.result is not None
-        ]
-        await workflow.execute_activity(
-            "reconcile_session",
-            ReconcileInput(
-                thread_id=self._thread_id, results=results, user_messages=run.user_messages
-            ),
-            result_type=ReconcileOutput,
-            start_to_close_timeout=RECONCILE_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=5),
-            summary="reconcile "
-            + ", ".join(f"{c.tool_name} {c.wire_id}={c.native_id}" for c in self._pending.values()),
-        )
-        for wire_id, call in self._pending.items():
-            if call.result is not None:
-                self._answered[wire_id] = call.result
-        self._pending.clear()
+    def _check_cancelled(self) -> None:
+        if self._cancel_requested:
+            raise _RunCancelled()
 
-    async def _run_turn(self, run: RunRequest, user_messages: list[UserInput]) -> None:
-        output = await workflow.execute_activity(
+    async def _run_turn(
+        self, run: RunRequest, user_messages: list[UserInput], approved: list[ApprovedCall]
+    ) -> None:
+        self._turn_activity = workflow.start_activity(
             "run_turn",
             TurnInput(
                 thread_id=self._thread_id,
@@ -277,21 +542,66 @@ class AgentThreadWorkflow:
                 agent=self._agent,
                 user_messages=user_messages,
                 frontend_tools=run.frontend_tools or self._frontend_tools,
+                approved=approved,
             ),
             result_type=TurnOutput,
             start_to_close_timeout=RUN_TURN_TIMEOUT,
             heartbeat_timeout=RUN_TURN_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=1),
-            summary=f"turn of run {run.run_id}" + (" (continuation)" if not user_messages else ""),
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            summary=f"turn of run {run.run_id}"
+            + ("" if user_messages else " (continuation)")
+            + "".join(f", run approved {a.tool_name} {a.wire_id}" for a in approved),
         )
+        try:
+            output = await self._turn_activity
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError) and self._cancel_requested:
+                raise _RunCancelled() from err
+            raise
+        finally:
+            self._turn_activity = None
+        self._approved = []
+        self._tail_anchor = None
         self._turns += 1
+        self._open_batch(run.run_id, output)
+        if self._cancel_requested:
+            # Calls the cancelled turn emitted are closed at once, so the history stays valid.
+            if self._calls or self._interrupts:
+                self._close_batch(run.run_id, ClosedReason.CANCELLED)
+                await self._write_tail([])
+            raise _RunCancelled()
+
+    def _open_batch(self, run_id: str, output: TurnOutput) -> None:
+        expires_at = workflow.now() + self._answer_timeout
         for call in output.tool_calls:
             self._tool_call_ids[call.wire_id] = call.native_id
-        for call in output.pending:
-            self._pending[call.wire_id] = PendingToolCall(
-                wire_id=call.wire_id,
-                native_id=call.native_id,
-                tool_name=call.tool_name,
-                args=call.args,
-                run_id=run.run_id,
-            )
+        for call in output.open_calls:
+            self._batch_order.append(call.native_id)
+            if call.kind == "frontend":
+                self._calls[call.wire_id] = PendingToolCall(
+                    wire_id=call.wire_id,
+                    native_id=call.native_id,
+                    tool_name=call.tool_name,
+                    args=call.args,
+                    run_id=run_id,
+                    expires_at=expires_at,
+                )
+            else:
+                self._approval_wire_ids.add(call.wire_id)
+                interrupt = _interrupt_for(call, run_id, expires_at)
+                self._interrupts[interrupt.interrupt_id] = interrupt
+
+
+def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:
+    return OpenInterrupt(
+        interrupt_id=f"approve-{call.wire_id}",
+        wire_id=call.wire_id,
+        native_id=call.native_id,
+        tool_name=call.tool_name,
+        args=call.args,
+        message=call.approval_message or f"Allow {call.tool_name}?",
+        response_schema=call.response_schema,
+        run_id=run_id,
+        expires_at=expires_at,
+    )

@@ -12,6 +12,8 @@ from strands.types.session import SessionMessage
 
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from api.models import (
+    CancelOut,
+    InterruptView,
     PendingToolCallView,
     ThreadMessages,
     ThreadView,
@@ -19,9 +21,15 @@ from api.models import (
     ToolResultsOut,
 )
 from api.streaming import run_event_frames, sse_response
-from api.thread_client import submit_tool_results, thread_state
+from api.thread_client import cancel_run, submit_tool_results, thread_state
 from api.transcript import to_agui_messages
-from durable_agui.contract import AGENT_ID, ToolResult, ToolResultsRequest, workflow_id_for
+from durable_agui.contract import (
+    AGENT_ID,
+    ResumeAnswer,
+    ToolResult,
+    ToolResultsRequest,
+    workflow_id_for,
+)
 from sessions import open_session
 
 router = APIRouter(prefix="/threads", tags=["threads"])
@@ -33,7 +41,8 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thr
 async def get_thread(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep
 ) -> ThreadView:
-    """The thread's status (``idle``, ``running``, ``awaiting_tool_results``) and pending calls."""
+    """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
+    ``awaiting_approval``), its pending frontend calls and its open approval interrupts."""
     state = await thread_state(client, thread_id)
     workflow_id = workflow_id_for(thread_id)
     return ThreadView(
@@ -48,9 +57,23 @@ async def get_thread(
                 tool_name=call.tool_name,
                 args=call.args,
                 run_id=call.run_id,
+                expires_at=call.expires_at,
                 answered=call.result is not None,
             )
             for call in state.pending_tool_calls
+        ],
+        interrupts=[
+            InterruptView(
+                interrupt_id=i.interrupt_id,
+                tool_call_id=i.wire_id,
+                tool_name=i.tool_name,
+                args=i.args,
+                message=i.message,
+                response_schema=i.response_schema,
+                expires_at=i.expires_at,
+                answered=i.resolution is not None,
+            )
+            for i in state.interrupts
         ],
         workflow_id=workflow_id,
         temporal_ui_url=(
@@ -94,7 +117,7 @@ async def get_messages(
 async def post_tool_results(
     thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep
 ) -> ToolResultsOut:
-    """Answer pending frontend calls without an AG-UI run (the REST trigger).
+    """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
 
     When the answers complete the batch, the thread continues in a new run whose events are
     at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
@@ -104,6 +127,10 @@ async def post_tool_results(
         results=[
             ToolResult(tool_call_id=r.tool_call_id, content=r.content, error=r.error)
             for r in body.results
+        ],
+        resume=[
+            ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
+            for r in body.resume
         ],
     )
     accepted = await submit_tool_results(client, thread_id, request)
@@ -134,3 +161,19 @@ async def get_run_events(
     await thread_state(client, thread_id)
     start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
     return sse_response(run_event_frames(client, settings, thread_id, run_id, start))
+
+
+@router.post(
+    "/{threadId}/cancel",
+    response_model=CancelOut,
+    responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
+)
+async def post_cancel(thread_id: ThreadIdDep, client: TemporalDep) -> CancelOut:
+    """Stop the thread's run in progress.
+
+    The turn stops at the agent's next safe point (the history stays valid) and the run's
+    stream ends with ``RUN_FINISHED`` outcome ``cancelled``. Frontend calls or approvals
+    that turn had emitted are closed with an explicit "cancelled" result.
+    """
+    accepted = await cancel_run(client, thread_id)
+    return CancelOut(run_id=accepted.run_id)
