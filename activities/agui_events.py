@@ -141,7 +141,10 @@ class TurnTranslator:
                     tool_call_name=record.tool_name,
                     parent_message_id=parent_id,
                 ),
-                ToolCallArgsEvent(tool_call_id=record.wire_id, delta=json.dumps(record.args)),
+                ToolCallArgsEvent(
+                    tool_call_id=record.wire_id,
+                    delta=json.dumps(record.args, separators=(",", ":"), ensure_ascii=False),
+                ),
                 ToolCallEndEvent(tool_call_id=record.wire_id),
             ]
         return events

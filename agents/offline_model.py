@@ -5,6 +5,7 @@ Behaviour (documented in the README, relied on by the tests):
 - When the latest message carries tool results, it answers with one line per result,
   ``<tool> -> <status>: <content>``, in the order of the results. Text blocks are copied
   verbatim, JSON blocks are written as compact JSON, several blocks are joined by one space.
+  If that message also carries user text, a last line ``echo: <text>`` follows.
 - Otherwise, when the latest user text has lines ``call <tool> <json object>``, it calls
   those tools, in order, in one assistant message (several lines are parallel calls).
 - Otherwise it answers ``echo: <text>``.
@@ -79,6 +80,7 @@ def plan_reply(messages: Messages) -> tuple[str | None, list[tuple[str, dict[str
     if not messages:
         return "echo: ", []
     latest = messages[-1]
+    text = "\n".join(block["text"] for block in latest["content"] if "text" in block)
     results = [block["toolResult"] for block in latest["content"] if "toolResult" in block]
     if results:
         names = _tool_names_by_use_id(messages)
@@ -87,8 +89,9 @@ def plan_reply(messages: Messages) -> tuple[str | None, list[tuple[str, dict[str
             + _render_result_content(list(r.get("content", [])))
             for r in results
         ]
+        if text:
+            lines.append(f"echo: {text}")
         return "\n".join(lines), []
-    text = "\n".join(block["text"] for block in latest["content"] if "text" in block)
     calls = _parse_calls(text)
     if calls:
         return None, calls

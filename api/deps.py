@@ -26,10 +26,11 @@ def valid_thread_id(thread_id: str) -> str:
     if not THREAD_ID_PATTERN.match(thread_id):
         raise HTTPException(
             status_code=422,
-            detail=(
-                f"threadId {thread_id!r} is not valid: use 1-128 characters from "
-                "A-Z a-z 0-9 _ . : - starting with a letter or digit"
-            ),
+            detail={
+                "type": "InvalidThreadId",
+                "message": f"threadId {thread_id!r} is not valid: use 1-128 characters from "
+                "A-Z a-z 0-9 _ . : - starting with a letter or digit",
+            },
         )
     return thread_id
 

@@ -48,7 +48,8 @@ def to_agui_messages(
                     id=wire_ids.get(use["toolUseId"], use["toolUseId"]),
                     type="function",
                     function=FunctionCall(
-                        name=use["name"], arguments=json.dumps(use.get("input", {}))
+                        name=use["name"],
+                        arguments=json.dumps(use.get("input", {}), separators=(",", ":")),
                     ),
                 )
                 for use in (block["toolUse"] for block in blocks if "toolUse" in block)

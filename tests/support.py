@@ -8,10 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from ag_ui_validate import ValidatorOptions, create_validator
+from strands import Agent
+from strands.session.file_session_manager import FileSessionManager
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
+from agents.offline_model import OfflineModel
 from durable_agui.contract import (
     FrontendTool,
     RunAccepted,
@@ -19,6 +23,7 @@ from durable_agui.contract import (
     ThreadInput,
     ThreadState,
     UserInput,
+    event_from_wire,
     run_topic,
     workflow_id_for,
 )
@@ -69,6 +74,7 @@ async def run_events(client: Client, thread_id: str, run_id: str) -> list[dict[s
     async for item in stream.subscribe([run_topic(run_id)], poll_cooldown=timedelta(0)):
         events.append(item.data)
         if item.data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            check_stream(events)
             return events
     raise AssertionError("stream ended without a terminal event")
 
@@ -110,7 +116,9 @@ async def post_run(
     if response.status_code != 200:
         return response.status_code, [response.json()]
     assert response.headers["content-type"].startswith("text/event-stream")
-    return 200, parse_sse(response.text)
+    events = parse_sse(response.text)
+    check_stream(events)
+    return 200, events
 
 
 def parse_sse(body: str) -> list[dict[str, Any]]:
@@ -138,4 +146,80 @@ def run_input(
         "context": [],
         "state": {},
         "forwardedProps": {},
+    }
+
+
+# Rules of ag-ui-validate 0.4 that disagree with the AG-UI 1.0 spec this server follows.
+AG_UI_VALIDATE_OFF: dict[str, str] = {
+    "AGUI207": (
+        "0.x scoped a TOOL_CALL_RESULT to a call started in the same run. In 1.0 the run "
+        "that continues after an interrupt or pending frontend call reports results of calls "
+        "started in the run before (docs/concepts/interrupts: 'Run 2 begins ... "
+        "ToolCallResult'); we use it for approved calls and calls closed without an answer."
+    ),
+}
+
+
+def check_stream(events: list[dict[str, Any]]) -> None:
+    """Check a captured run three ways.
+
+    1. Every event validates against the ``ag_ui.core`` event types.
+    2. Ordering: ``RUN_STARTED`` first; exactly one terminal event (``RUN_FINISHED`` or
+       ``RUN_ERROR``), last; every text message and tool call started is closed before it.
+    3. ``ag-ui-validate`` (PyPI) reports no error, with the rules in
+       ``AG_UI_VALIDATE_OFF`` switched off (each with the reason).
+    """
+    for event in events:
+        event_from_wire(event)
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "RUN_STARTED", kinds
+    terminals = [k for k in kinds if k in ("RUN_FINISHED", "RUN_ERROR")]
+    assert len(terminals) == 1 and kinds[-1] in ("RUN_FINISHED", "RUN_ERROR"), kinds
+    open_messages: set[str] = set()
+    open_calls: set[str] = set()
+    for event in events:
+        if event["type"] == "TEXT_MESSAGE_START":
+            open_messages.add(event["messageId"])
+        elif event["type"] == "TEXT_MESSAGE_END":
+            open_messages.remove(event["messageId"])
+        elif event["type"] == "TOOL_CALL_START":
+            open_calls.add(event["toolCallId"])
+        elif event["type"] == "TOOL_CALL_END":
+            open_calls.remove(event["toolCallId"])
+    assert not open_messages and not open_calls, (open_messages, open_calls)
+    validator = create_validator(
+        ValidatorOptions(severity_overrides=dict.fromkeys(AG_UI_VALIDATE_OFF, "off"))
+    )
+    for event in events:
+        validator.feed(event)
+    validator.finalize()
+    errors = [d for d in validator.report().diagnostics if d.severity == "error"]
+    assert not errors, [(d.rule, d.message) for d in errors]
+
+
+def rebuilt_history(sessions_dir: Path, thread_id: str) -> list[dict[str, Any]]:
+    """The thread's messages as a fresh Strands ``Agent`` rebuilds them from the store.
+
+    Each message keeps only ``role`` and ``content`` (``tracking_id`` is random and
+    ``metadata`` carries usage numbers).
+    """
+    session = FileSessionManager(session_id=thread_id, storage_dir=str(sessions_dir))
+    agent = Agent(
+        model=OfflineModel(), session_manager=session, agent_id="default", callback_handler=None
+    )
+    return [{"role": m["role"], "content": m["content"]} for m in agent.messages]
+
+
+def tool_uses(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [block["toolUse"] for block in message["content"] if "toolUse" in block]
+
+
+def result_block(native_id: str, status: str, *texts: str) -> dict[str, Any]:
+    """A persisted ``toolResult`` content block with text content."""
+    return {
+        "toolResult": {
+            "toolUseId": native_id,
+            "status": status,
+            "content": [{"text": text} for text in texts],
+        }
     }

@@ -142,3 +142,48 @@ async def test_unknown_and_conflicting_results_are_refused_and_change_nothing(
         with pytest.raises(WorkflowUpdateFailedError):
             await send("r4", ToolResult(tool_call_id=wire_ids[1], content="14C"))
         assert (await thread_state(client, thread)).turns == 2
+
+
+async def test_unanswered_call_expires_after_the_default_24_hours(
+    time_skipping_env: WorkflowEnvironment, settings: Settings
+) -> None:
+    client = time_skipping_env.client
+    thread = "t-expiry"
+    async with build_worker(client, settings, max_cached_workflows=0):
+        await start_run(
+            client,
+            settings,
+            thread,
+            "r1",
+            'call confirm_booking {"flight":"XY1"}',
+            [CONFIRM_BOOKING],
+        )
+        (wire_id,) = (await run_events(client, thread, "r1"))[-1]["outcome"]["pendingToolCallIds"]
+        await time_skipping_env.sleep(timedelta(hours=23))
+        assert (await thread_state(client, thread)).status == ThreadStatus.AWAITING_TOOL_RESULTS
+        await time_skipping_env.sleep(timedelta(hours=2))
+        expired = await thread_state(client, thread)
+        assert expired.status == ThreadStatus.IDLE and expired.pending_tool_calls == []
+        native_id = expired.tool_call_ids[wire_id]
+        stored = persisted_messages(settings.sessions_dir, thread)
+        assert stored[-1]["content"] == [
+            {
+                "toolResult": {
+                    "toolUseId": native_id,
+                    "status": "error",
+                    "content": [
+                        {"text": "The client did not answer this tool call before its deadline."}
+                    ],
+                }
+            }
+        ]
+        handle = client.get_workflow_handle(workflow_id_for(thread))
+        with pytest.raises(WorkflowUpdateFailedError) as late:
+            await handle.execute_update(
+                AgentThreadWorkflow.submit_tool_results,
+                ToolResultsRequest(
+                    run_id="late", results=[ToolResult(tool_call_id=wire_id, content="ok")]
+                ),
+            )
+        assert isinstance(late.value.cause, ApplicationError)
+        assert late.value.cause.type == "ToolCallExpired"
