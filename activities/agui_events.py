@@ -27,6 +27,9 @@ from ag_ui.core import (
 from agents.definition import ApprovalRule
 from durable_agui.contract import ToolCallRecord, ToolKind
 
+MAX_ARGS_IN_STATE = 16_384
+"""Arguments larger than this (JSON characters) stay out of workflow state and history."""
+
 
 def mint_wire_id() -> str:
     """A fresh wire id (``toolCallId``), unique in the thread."""
@@ -124,11 +127,15 @@ class TurnTranslator:
                 continue
             parent_id = parent_id or self._next_message_id()
             rule = self._approvals.get(tool_use["name"])
+            args = tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {}
+            args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
             record = ToolCallRecord(
                 wire_id=mint_wire_id(),
                 native_id=tool_use["toolUseId"],
                 tool_name=tool_use["name"],
-                args=tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {},
+                # Workflow state keeps small arguments only; the session holds them all.
+                args=args if len(args_json) <= MAX_ARGS_IN_STATE else {},
+                args_omitted=len(args_json) > MAX_ARGS_IN_STATE,
                 kind=self._kind(tool_use["name"]),
                 approval_message=rule.message if rule else None,
                 response_schema=rule.response_schema if rule else None,
@@ -141,10 +148,7 @@ class TurnTranslator:
                     tool_call_name=record.tool_name,
                     parent_message_id=parent_id,
                 ),
-                ToolCallArgsEvent(
-                    tool_call_id=record.wire_id,
-                    delta=json.dumps(record.args, separators=(",", ":"), ensure_ascii=False),
-                ),
+                ToolCallArgsEvent(tool_call_id=record.wire_id, delta=args_json),
                 ToolCallEndEvent(tool_call_id=record.wire_id),
             ]
         return events

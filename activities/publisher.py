@@ -7,10 +7,12 @@ import contextlib
 from datetime import timedelta
 from types import TracebackType
 
-from ag_ui.core import BaseEvent
+from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndEvent
+from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from durable_agui.contract import event_to_wire, run_topic
+from durable_agui.contract import WORKFLOW_ID_PREFIX, event_to_wire, run_topic
+from durable_agui.event_log import read_run_events
 
 
 class RunEventPublisher:
@@ -24,11 +26,41 @@ class RunEventPublisher:
 
     def __init__(self, run_id: str, interval: timedelta) -> None:
         self._stream = WorkflowStreamClient.from_within_activity(batch_interval=interval)
+        self._run_id = run_id
         self._topic = self._stream.topic(run_topic(run_id))
         self._interval = interval.total_seconds()
         self._wake = asyncio.Event()
         self._stopping = False
         self._flusher: asyncio.Task[None] | None = None
+
+    async def close_previous_attempt(self, attempt: int) -> None:
+        """Close what an earlier attempt of this turn left open in the run's stream.
+
+        The retried turn starts from the same history, so the earlier attempt's output is
+        void: its open text messages and tool calls are ended, and a ``CUSTOM`` event
+        ``turn_retried`` tells the client that the output that follows replaces it.
+        """
+        open_messages: dict[str, None] = {}
+        open_calls: dict[str, None] = {}
+        info = activity.info()
+        thread_id = (info.workflow_id or "").removeprefix(WORKFLOW_ID_PREFIX)
+        logged, _ = await read_run_events(activity.client(), thread_id, self._run_id)
+        for event in (item.data for item in logged):
+            kind = event["type"]
+            message_id, call_id = str(event.get("messageId")), str(event.get("toolCallId"))
+            if kind == "TEXT_MESSAGE_START":
+                open_messages[message_id] = None
+            elif kind == "TEXT_MESSAGE_END":
+                open_messages.pop(message_id, None)
+            elif kind == "TOOL_CALL_START":
+                open_calls[call_id] = None
+            elif kind == "TOOL_CALL_END":
+                open_calls.pop(call_id, None)
+        for message_id in open_messages:
+            self.publish(TextMessageEndEvent(message_id=message_id))
+        for call_id in open_calls:
+            self.publish(ToolCallEndEvent(tool_call_id=call_id))
+        self.publish(CustomEvent(name="turn_retried", value={"attempt": attempt}), flush_now=True)
 
     def publish(self, event: BaseEvent, *, flush_now: bool = False) -> None:
         self._topic.publish(event_to_wire(event))

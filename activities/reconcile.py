@@ -14,8 +14,6 @@ from durable_agui.settings import Settings
 from sessions import open_session, tool_result_block, user_content_blocks
 from sessions.patch import SessionPatchError, holds_result, patch_tool_results, write_back
 
-PLACEHOLDER_MISSING = "PlaceholderMissing"
-
 
 def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) -> bool:
     """Append the user's new content blocks to ``message`` unless they already end it.
@@ -62,15 +60,13 @@ class ReconcileActivities:
                 except SessionPatchError as err:
                     raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
             rewritten += patched
-        missing = set(wanted) - set(rewritten) - set(unchanged)
+        missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
         if missing:
-            raise ApplicationError(
-                f"no persisted tool result for native ids {sorted(missing)}",
-                type=PLACEHOLDER_MISSING,
-                non_retryable=True,
-            )
+            # The session was changed outside this server (or a failed turn was cut away):
+            # there is nothing to patch, and Strands repairs unpaired tool uses on load.
+            activity.logger.warning("no persisted tool result for native ids %s", missing)
         return ReconcileOutput(
-            rewritten=rewritten, unchanged=unchanged, user_input_appended=appended
+            rewritten=rewritten, unchanged=unchanged, missing=missing, user_input_appended=appended
         )
 
     @activity.defn(name="reconcile_session")
@@ -86,8 +82,10 @@ class ReconcileActivities:
         user input already at the end of the message is not appended again; a retried
         reconcile is a no-op.
 
+        A native id with no persisted ``toolResult`` (the session was changed elsewhere) is
+        reported in ``missing`` and skipped, so a damaged session cannot wedge the thread.
+
         Raises:
-            ApplicationError: ``PlaceholderMissing`` (not retryable) when a native id has no
-                persisted ``toolResult``; ``ReconcileVerifyFailed`` when the read-back differs.
+            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried).
         """
         return await asyncio.to_thread(self._reconcile, request)

@@ -33,6 +33,7 @@ from durable_agui.contract import (
 from durable_agui.settings import Settings
 from sessions import PLACEHOLDER_TEXT, open_session, user_content_blocks
 from sessions.patch import patch_tool_results, write_back
+from sessions.store import count_messages, truncate_messages
 
 logger = logging.getLogger(__name__)
 
@@ -169,8 +170,10 @@ class TurnActivities:
             ApplicationError: ``UnknownAgent`` (not retryable) when the agent is not
                 registered on this worker.
 
-        On retry: the workflow schedules it with a single attempt, because a re-run would
-        append the turn's messages to the session a second time.
+        On retry: the session is truncated back to ``turn.start_index`` (the turn's starting
+        point) before the agent is rebuilt, approved calls whose result is already stored are
+        not run again, and what the earlier attempt left open in the stream is closed and
+        followed by a ``turn_retried`` event. The session ends as if the turn ran once.
         """
         definition = get_agent(turn.agent)
         if definition is None:
@@ -188,10 +191,16 @@ class TurnActivities:
         translator = TurnTranslator(
             turn.run_id, {t.name for t in frontend}, dict(definition.approvals)
         )
-        session = await asyncio.to_thread(open_session, self._settings.sessions_dir, turn.thread_id)
+        sessions_dir = self._settings.sessions_dir
+        # A partial turn on disk (an earlier attempt, or a failed turn) is cut away first,
+        # so the session holds this turn once, whatever number of attempts it takes.
+        await asyncio.to_thread(truncate_messages, sessions_dir, turn.thread_id, turn.start_index)
+        session = await asyncio.to_thread(open_session, sessions_dir, turn.thread_id)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
         async with RunEventPublisher(turn.run_id, interval) as events, heartbeating():
+            if activity.info().attempt > 1:
+                await events.close_previous_attempt(activity.info().attempt)
             if turn.approved:
                 await self._run_approved(turn, definition, session, events, translator)
             agent = Agent(
@@ -220,7 +229,17 @@ class TurnActivities:
                 stop_reason = await asyncio.shield(streaming)
             except asyncio.CancelledError:
                 agent.cancel()
+                if activity.is_worker_shutdown():
+                    # Not the person's cancel: this worker is going away. Fail the attempt;
+                    # the retry on another worker starts over from the turn's starting point.
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
+                    raise
                 stop_reason = await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
             for event in translator.finish():
                 events.publish(event)
-        return TurnOutput(tool_calls=translator.tool_calls, stop_reason=stop_reason)
+        return TurnOutput(
+            tool_calls=translator.tool_calls,
+            stop_reason=stop_reason,
+            message_count=await asyncio.to_thread(count_messages, sessions_dir, turn.thread_id),
+        )

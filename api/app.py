@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from api.limits import BodySizeLimit
 from api.routers import agents, threads
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import connect
@@ -28,6 +29,7 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
         summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
         lifespan=lifespan,
     )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(agents.router)
     app.include_router(threads.router)
 

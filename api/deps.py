@@ -23,7 +23,7 @@ def get_temporal(request: Request) -> Client:
 
 def valid_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` or raise 422: it names a workflow and a folder on disk."""
-    if not THREAD_ID_PATTERN.match(thread_id):
+    if not THREAD_ID_PATTERN.fullmatch(thread_id):
         raise HTTPException(
             status_code=422,
             detail={

@@ -18,6 +18,8 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.CONFLICTING_RESUME: 409,
     ErrorType.INTERRUPTS_UNANSWERED: 409,
     ErrorType.NO_RUN_IN_PROGRESS: 409,
+    ErrorType.RUN_ID_REUSED: 409,
+    ErrorType.MESSAGE_ID_REUSED: 409,
     ErrorType.AGENT_MISMATCH: 409,
     ErrorType.UNKNOWN_AGENT: 404,
 }
@@ -41,4 +43,27 @@ def is_not_found(err: RPCError) -> bool:
 def thread_not_found(thread_id: str) -> HTTPException:
     return HTTPException(
         status_code=404, detail={"type": "ThreadNotFound", "message": f"no thread {thread_id!r}"}
+    )
+
+
+def from_rpc_error(err: RPCError) -> HTTPException:
+    """The HTTP error for a Temporal RPC failure on the way to a thread."""
+    if err.status == RPCStatusCode.RESOURCE_EXHAUSTED and "larger than max" in err.message:
+        return HTTPException(
+            status_code=413, detail={"type": "RequestTooLarge", "message": err.message}
+        )
+    if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+        return HTTPException(
+            status_code=429,
+            detail={
+                "type": "ThreadBusy",
+                "message": "too many requests are in flight for this thread; retry shortly",
+            },
+        )
+    if err.status == RPCStatusCode.INVALID_ARGUMENT:
+        return HTTPException(
+            status_code=422, detail={"type": "InvalidRequest", "message": err.message}
+        )
+    return HTTPException(
+        status_code=503, detail={"type": "TemporalUnavailable", "message": err.message}
     )

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ag_ui.core import Message
+from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -20,6 +21,9 @@ class PendingToolCallView(CamelModel):
     tool_call_id: str = Field(description="Wire id: answer with a role:tool message carrying it.")
     tool_name: str
     args: dict[str, Any]
+    args_omitted: bool = Field(
+        description="Arguments too large to keep here; see the run's events."
+    )
     run_id: str = Field(description="The run that emitted the call.")
     expires_at: datetime = Field(description="When the call closes without an answer.")
     answered: bool
@@ -55,7 +59,9 @@ class ThreadMessages(CamelModel):
 
 class ToolResultIn(CamelModel):
     tool_call_id: str = Field(min_length=1)
-    content: str | list[dict[str, Any]] = ""
+    content: str | list[ContentPart] = Field(
+        default="", description="Text, or AG-UI content parts, as in a role:tool message."
+    )
     error: str | None = None
 
 

@@ -9,7 +9,8 @@ from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from durable_agui.contract import FrontendTool, ResumeAnswer, RunRequest, ToolResult, UserInput
 
 
-def _content(content: Any) -> str | list[dict[str, Any]]:
+def content_json(content: Any) -> str | list[dict[str, Any]]:
+    """AG-UI content (text, or content part models) as the contract carries it."""
     if isinstance(content, str):
         return content
     return [part.model_dump(mode="json", by_alias=True, exclude_none=True) for part in content]
@@ -33,13 +34,13 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     for message in run_input.messages[tail_start:]:
         if isinstance(message, UserMessage):
             user_messages.append(
-                UserInput(message_id=message.id, content=_content(message.content))
+                UserInput(message_id=message.id, content=content_json(message.content))
             )
         elif isinstance(message, ToolMessage):
             tool_results.append(
                 ToolResult(
                     tool_call_id=message.tool_call_id,
-                    content=_content(message.content),
+                    content=content_json(message.content),
                     error=message.error,
                 )
             )

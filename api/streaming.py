@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 from ag_ui.core import EventType, RunErrorEvent
 from ag_ui.encoder import EventEncoder
@@ -13,6 +14,7 @@ from temporalio.client import Client
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from durable_agui.contract import event_from_wire, run_topic, workflow_id_for
+from durable_agui.event_log import read_run_events
 from durable_agui.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -21,25 +23,47 @@ TERMINAL_EVENTS = {EventType.RUN_FINISHED, EventType.RUN_ERROR}
 
 
 async def run_event_frames(
-    client: Client, settings: Settings, thread_id: str, run_id: str, from_offset: int = 0
+    client: Client,
+    settings: Settings,
+    thread_id: str,
+    run_id: str,
+    from_offset: int = 0,
+    *,
+    run_finished: bool = False,
 ) -> AsyncIterator[str]:
     """SSE frames for run ``run_id``, from stream offset ``from_offset`` to its terminal event.
 
     Each frame carries ``id: <offset>`` (stable: resume with ``Last-Event-ID``) and one
-    AG-UI event as ``data:``. If reading the stream fails, the stream ends with exactly one
-    ``RUN_ERROR`` (code ``StreamFailed``); the run itself goes on in its workflow.
+    AG-UI event as ``data:``. What the stream already holds is read with a query; only a run
+    still queued or in progress is then followed with the stream's long-poll, so a finished
+    run (or a client that already saw its end) never leaves a poll waiting in the workflow.
+    If reading fails, the stream ends with exactly one ``RUN_ERROR`` (code ``StreamFailed``);
+    the run itself goes on in its workflow.
     """
     encoder = EventEncoder()
-    stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
+
+    def frame(offset: int, data: dict[str, Any]) -> tuple[str, bool]:
+        event = event_from_wire(data)
+        return f"id: {offset}\n{encoder.encode(event)}", event.type in TERMINAL_EVENTS
+
     try:
-        async for item in stream.subscribe(
+        logged, next_offset = await read_run_events(client, thread_id, run_id, from_offset)
+        for item in logged:
+            text, terminal = frame(item.offset, item.data)
+            yield text
+            if terminal:
+                return
+        if run_finished:
+            return
+        stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
+        async for streamed in stream.subscribe(
             [run_topic(run_id)],
-            from_offset=from_offset,
+            from_offset=next_offset,
             poll_cooldown=timedelta(milliseconds=settings.stream_poll_cooldown_ms),
         ):
-            event = event_from_wire(item.data)
-            yield f"id: {item.offset}\n{encoder.encode(event)}"
-            if event.type in TERMINAL_EVENTS:
+            text, terminal = frame(streamed.offset, streamed.data)
+            yield text
+            if terminal:
                 return
     except Exception as err:  # the client must get a terminal event, whatever broke
         logger.exception("reading events of run %s of thread %s failed", run_id, thread_id)

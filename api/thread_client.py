@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from fastapi import HTTPException
 from temporalio.client import (
     Client,
@@ -11,7 +13,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
 
-from api.errors import from_update_failure, is_not_found, thread_not_found
+from api.errors import from_rpc_error, from_update_failure, is_not_found, thread_not_found
 from durable_agui.contract import (
     CancelAccepted,
     RunAccepted,
@@ -49,10 +51,18 @@ async def submit_run(
             AgentThreadWorkflow.submit_run,
             request,
             start_workflow_operation=start,
-            id=f"run-{request.run_id}",
+            # Same runId and same body: the same run (a retried POST). Same runId with another
+            # body reaches the validator, which refuses it (RunIdReused).
+            id=f"run-{request.run_id}-{_digest(request)}",
         )
     except WorkflowUpdateFailedError as err:
         raise from_update_failure(err) from err
+    except RPCError as err:
+        raise from_rpc_error(err) from err
+
+
+def _digest(request: RunRequest) -> str:
+    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
 
 
 async def submit_tool_results(
@@ -66,7 +76,7 @@ async def submit_tool_results(
     except RPCError as err:
         if is_not_found(err):
             raise thread_not_found(thread_id) from err
-        raise
+        raise from_rpc_error(err) from err
 
 
 async def cancel_run(client: Client, thread_id: str) -> CancelAccepted:

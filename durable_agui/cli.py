@@ -8,6 +8,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import uvicorn
@@ -34,7 +35,11 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     tasks: list[asyncio.Task[None]] = []
-    worker = build_worker(client, settings) if with_worker else None
+    worker = (
+        build_worker(client, settings, graceful_shutdown_timeout=timedelta(seconds=3))
+        if with_worker
+        else None
+    )
     if worker is not None:
         tasks.append(asyncio.create_task(worker.run()))
     server: uvicorn.Server | None = None
@@ -45,6 +50,8 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
             port=settings.api_port,
             log_level="warning",
             lifespan="on",
+            # Open SSE streams wait on runs; Ctrl-C must not wait for them to end.
+            timeout_graceful_shutdown=3,
         )
         server = _EmbeddedServer(config)
         tasks.append(asyncio.create_task(server.serve()))
@@ -81,7 +88,10 @@ def _dev(args: argparse.Namespace) -> None:
         f"starting the Temporal dev server ({settings.data_dir / 'temporal.sqlite'}) ...",
         flush=True,
     )
-    server.start()
+    try:
+        server.start()
+    except (RuntimeError, TimeoutError) as err:
+        raise SystemExit(f"durable-agui dev: {err}") from None
     try:
         print(
             f"durable-agui dev is up\n"

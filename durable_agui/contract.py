@@ -10,6 +10,8 @@ server-side stand-in result persisted while the client has the call.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from datetime import datetime
 from enum import StrEnum
@@ -24,6 +26,9 @@ WORKFLOW_ID_PREFIX = "agui-thread-"
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 """Accepted ``threadId`` shape: it names a Temporal workflow and a session folder on disk."""
+
+RECENT_RUNS = 200
+"""How many finished run ids a thread remembers (for reading their events, refusing reuse)."""
 
 AGENT_ID = "default"
 """Strands ``agent_id`` of the thread's agent inside its session (one agent per thread)."""
@@ -49,6 +54,8 @@ class ErrorType(StrEnum):
     UNKNOWN_INTERRUPT = "UnknownInterrupt"
     CONFLICTING_RESUME = "ConflictingResume"
     INTERRUPTS_UNANSWERED = "InterruptsUnanswered"
+    RUN_ID_REUSED = "RunIdReused"
+    MESSAGE_ID_REUSED = "MessageIdReused"
     NO_RUN_IN_PROGRESS = "NoRunInProgress"
     AGENT_MISMATCH = "ThreadAgentMismatch"
     UNKNOWN_AGENT = "UnknownAgent"
@@ -87,6 +94,11 @@ class UserInput(BaseModel):
     message_id: str
     content: str | list[dict[str, Any]]
 
+    def digest(self) -> str:
+        """A short fingerprint of the content, to tell a re-sent message from a reused id."""
+        text = json.dumps(self.content, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
 
 class ToolResult(BaseModel):
     """The client's answer to a frontend tool call, addressed by wire id.
@@ -122,19 +134,19 @@ class RunRequest(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
-    frontend_tools: list[FrontendTool] = Field(default_factory=list)
+    frontend_tools: list[FrontendTool] | None = None
+    """The client's frontend tools for this run; ``None`` (REST continuations) keeps the
+    tools of the thread's last AG-UI run."""
 
 
 class RunAccepted(BaseModel):
     """What ``submit_run`` answers: where to read the run's events.
 
-    ``stream_offset`` is the workflow-stream offset from which the run's topic is read.
     ``acknowledged_tool_call_ids`` are results already held before this request (retries).
     """
 
     run_id: str
     topic: str
-    stream_offset: int
     queued_behind: int
     acknowledged_tool_call_ids: list[str] = Field(default_factory=list)
 
@@ -181,6 +193,7 @@ class ToolCallRecord(BaseModel):
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
     kind: ToolKind = "backend"
+    args_omitted: bool = False
     approval_message: str | None = None
     response_schema: dict[str, Any] | None = None
 
@@ -192,6 +205,8 @@ class PendingToolCall(BaseModel):
     native_id: str
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    args_omitted: bool = False
+    """The arguments were too large for workflow state; the session and stream have them."""
     run_id: str
     expires_at: datetime
     result: ToolResult | None = None
@@ -233,6 +248,8 @@ class ThreadState(BaseModel):
     status: ThreadStatus
     current_run_id: str | None
     queued_run_ids: list[str]
+    finished_run_ids: list[str]
+    """The most recent finished runs (up to ``RECENT_RUNS``), oldest first."""
     pending_tool_calls: list[PendingToolCall]
     interrupts: list[OpenInterrupt]
     tool_call_ids: dict[str, str]
@@ -265,6 +282,9 @@ class TurnInput(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
+    start_index: int = 0
+    """How many messages the session held when the thread's last turn ended. More on disk
+    means a failed or retried attempt left a partial turn: it is truncated first."""
 
 
 class TurnOutput(BaseModel):
@@ -273,6 +293,8 @@ class TurnOutput(BaseModel):
 
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     stop_reason: str
+    message_count: int = 0
+    """Messages in the session after the turn (the next turn's ``start_index``)."""
 
     @property
     def open_calls(self) -> list[ToolCallRecord]:
@@ -305,10 +327,12 @@ class ReconcileInput(BaseModel):
 
 class ReconcileOutput(BaseModel):
     """``rewritten``: native ids patched now; ``unchanged``: already held the real result;
-    ``user_input_appended``: the user input joined the anchor's message."""
+    ``missing``: no persisted result to patch; ``user_input_appended``: the user input
+    joined the anchor's message."""
 
     rewritten: list[str]
     unchanged: list[str]
+    missing: list[str] = Field(default_factory=list)
     user_input_appended: bool = False
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -32,6 +34,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the parent dies, even by SIGKILL (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def wait_for_port(host: str, port: int, timeout_s: float) -> None:
@@ -87,11 +105,28 @@ class DevServer:
         ]  # fmt: skip
 
     def start(self, timeout_s: float = 60.0) -> None:
-        """Start the server and wait until its frontend port answers."""
+        """Start the server and wait until its frontend port answers.
+
+        Raises:
+            RuntimeError: when something already listens on the port (for example a dev
+                server left over from a run that was killed): this one would not start.
+            TimeoutError: when the server does not answer within ``timeout_s``.
+        """
+        for port in (self.port, self.ui_port):
+            if port_in_use(self.host, port):
+                raise RuntimeError(
+                    f"{self.host}:{port} is already in use. Is another Temporal dev server "
+                    "running (a leftover of a killed durable-agui)? Stop it, or pick other "
+                    "ports with --temporal-port / --ui-port."
+                )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives with the process
         self._process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             wait_for_port(self.host, self.port, timeout_s)

@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8000
 
+    max_request_bytes: int = 1_000_000
+    """Largest request body the API takes (413 above). A run's new input travels through
+    Temporal history, whose payloads must stay under about 2 MB."""
+
     answer_timeout_s: float = 24 * 3600
     """How long a frontend call or approval waits for its answer before it is closed with an
     explicit "no answer" result (seconds). Applies to threads started afterwards."""

@@ -17,6 +17,8 @@ from strands.session.file_session_manager import FileSessionManager
 from strands.types.content import ContentBlock
 from strands.types.tools import ToolResult, ToolResultContent
 
+from durable_agui.contract import AGENT_ID
+
 PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
 """Result persisted for a frontend call until the client's answer replaces it.
 
@@ -41,6 +43,38 @@ def open_session(sessions_dir: Path, thread_id: str) -> FileSessionManager:
     return FileSessionManager(session_id=thread_id, storage_dir=str(sessions_dir))
 
 
+def message_path(sessions_dir: Path, thread_id: str, index: int) -> Path:
+    """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent."""
+    return (
+        sessions_dir
+        / f"session_{thread_id}"
+        / "agents"
+        / f"agent_{AGENT_ID}"
+        / "messages"
+        / f"message_{index}.json"
+    )
+
+
+def count_messages(sessions_dir: Path, thread_id: str) -> int:
+    """How many messages the thread's session holds (indices are contiguous from 0)."""
+    count = 0
+    while message_path(sessions_dir, thread_id, count).exists():
+        count += 1
+    return count
+
+
+def truncate_messages(sessions_dir: Path, thread_id: str, keep: int) -> int:
+    """Delete messages ``keep`` and later, newest first, so a crash midway leaves a prefix.
+
+    Strands' ``SessionRepository`` has no delete; this knows the file store's layout.
+    Returns how many messages were deleted.
+    """
+    total = count_messages(sessions_dir, thread_id)
+    for index in range(total - 1, keep - 1, -1):
+        message_path(sessions_dir, thread_id, index).unlink()
+    return max(total - keep, 0)
+
+
 def _part_block(part: dict[str, Any]) -> dict[str, Any]:
     """One AG-UI content part as one Strands content block.
 
@@ -49,7 +83,9 @@ def _part_block(part: dict[str, Any]) -> dict[str, Any]:
     """
     if part.get("type") == "text":
         return {"text": str(part.get("text", ""))}
-    source = part.get("source") or {}
+    source = part.get("source")
+    if not isinstance(source, dict):
+        source = {}
     image_format = _IMAGE_FORMATS.get(str(source.get("mimeType", source.get("mime_type", ""))))
     if part.get("type") == "image" and source.get("type") == "data" and image_format:
         try:

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from durable_agui.contract import (
+        RECENT_RUNS,
         ApprovedCall,
         CancelAccepted,
         ClosedReason,
@@ -106,9 +107,11 @@ class AgentThreadWorkflow:
         self._tail_anchor: str | None = None
         self._tool_call_ids: dict[str, str] = {}
         self._approval_wire_ids: set[str] = set()
-        self._taken_message_ids: set[str] = set()
+        self._taken_message_ids: dict[str, str] = {}  # message id -> content digest
         self._frontend_tools: list[FrontendTool] = []
+        self._finished_run_ids: list[str] = []
         self._turns = 0
+        self._message_count = 0
         self._stream = WorkflowStream(prior_state=start.stream_state)
 
     @workflow.run
@@ -143,6 +146,7 @@ class AgentThreadWorkflow:
             status=self._status,
             current_run_id=self._current_run_id,
             queued_run_ids=[run.run_id for run in self._queue],
+            finished_run_ids=self._finished_run_ids,
             pending_tool_calls=list(self._calls.values()),
             interrupts=list(self._interrupts.values()),
             tool_call_ids=self._tool_call_ids,
@@ -155,14 +159,13 @@ class AgentThreadWorkflow:
         acknowledged = self._already_held(request.tool_results, request.resume)
         self._take_answers(request.tool_results, request.resume)
         fresh = [m for m in request.user_messages if m.message_id not in self._taken_message_ids]
-        self._taken_message_ids.update(m.message_id for m in fresh)
-        if request.frontend_tools:
+        self._taken_message_ids.update((m.message_id, m.digest()) for m in fresh)
+        if request.frontend_tools is not None:
             self._frontend_tools = request.frontend_tools
         self._queue.append(request.model_copy(update={"user_messages": fresh}))
         return RunAccepted(
             run_id=request.run_id,
             topic=run_topic(request.run_id),
-            stream_offset=0,
             queued_behind=len(self._queue) - 1 + (1 if self._current_run_id else 0),
             acknowledged_tool_call_ids=acknowledged,
         )
@@ -175,6 +178,20 @@ class AgentThreadWorkflow:
                 f"not {request.agent!r}",
                 type=ErrorType.AGENT_MISMATCH,
             )
+        if self._knows_run(request.run_id):
+            raise ApplicationError(
+                f"runId {request.run_id!r} was already used in thread {self._thread_id!r} "
+                "with other input; a new run needs a new runId",
+                type=ErrorType.RUN_ID_REUSED,
+            )
+        for message in request.user_messages:
+            taken = self._taken_message_ids.get(message.message_id)
+            if taken is not None and taken != message.digest():
+                raise ApplicationError(
+                    f"message id {message.message_id!r} was already taken in with other "
+                    "content; a new message needs a new id",
+                    type=ErrorType.MESSAGE_ID_REUSED,
+                )
         self._check_answers(request.tool_results, request.resume)
         answered = {answer.interrupt_id for answer in request.resume}
         unanswered = [
@@ -189,6 +206,13 @@ class AgentThreadWorkflow:
                 type=ErrorType.INTERRUPTS_UNANSWERED,
             )
 
+    def _knows_run(self, run_id: str) -> bool:
+        return (
+            run_id == self._current_run_id
+            or run_id in self._finished_run_ids
+            or any(run.run_id == run_id for run in self._queue)
+        )
+
     @workflow.update
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
         """Take in answers; when they complete the batch, queue the continuation run."""
@@ -197,9 +221,7 @@ class AgentThreadWorkflow:
         run_id: str | None = None
         if accepted and self._batch_complete():
             run_id = request.run_id
-            self._queue.append(
-                RunRequest(run_id=run_id, agent=self._agent, frontend_tools=self._frontend_tools)
-            )
+            self._queue.append(RunRequest(run_id=run_id, agent=self._agent))
         return ToolResultsAccepted(
             accepted=accepted,
             acknowledged=acknowledged,
@@ -483,8 +505,13 @@ class AgentThreadWorkflow:
             code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
             message = str(cause.message if isinstance(cause, ApplicationError) else err)
             self._publish(run.run_id, RunErrorEvent(message=message, code=code or "TurnFailed"))
+            # The failed turn is cut from the session by the next one: the client may send
+            # its messages again under the same ids.
+            for user_message in run.user_messages:
+                self._taken_message_ids.pop(user_message.message_id, None)
         finally:
             self._current_run_id = None
+            self._finished_run_ids = [*self._finished_run_ids, run.run_id][-RECENT_RUNS:]
 
     def _finished(self, run_id: str) -> RunFinishedEvent:
         open_interrupts = [i for i in self._interrupts.values() if i.resolution is None]
@@ -541,13 +568,18 @@ class AgentThreadWorkflow:
                 run_id=run.run_id,
                 agent=self._agent,
                 user_messages=user_messages,
-                frontend_tools=run.frontend_tools or self._frontend_tools,
+                frontend_tools=self._frontend_tools
+                if run.frontend_tools is None
+                else run.frontend_tools,
                 approved=approved,
+                start_index=self._message_count,
             ),
             result_type=TurnOutput,
             start_to_close_timeout=RUN_TURN_TIMEOUT,
             heartbeat_timeout=RUN_TURN_HEARTBEAT_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=1),
+            retry_policy=RetryPolicy(
+                maximum_attempts=3, non_retryable_error_types=["UnknownAgent"]
+            ),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             summary=f"turn of run {run.run_id}"
             + ("" if user_messages else " (continuation)")
@@ -564,6 +596,7 @@ class AgentThreadWorkflow:
         self._approved = []
         self._tail_anchor = None
         self._turns += 1
+        self._message_count = output.message_count
         self._open_batch(run.run_id, output)
         if self._cancel_requested:
             # Calls the cancelled turn emitted are closed at once, so the history stays valid.
@@ -584,6 +617,7 @@ class AgentThreadWorkflow:
                     native_id=call.native_id,
                     tool_name=call.tool_name,
                     args=call.args,
+                    args_omitted=call.args_omitted,
                     run_id=run_id,
                     expires_at=expires_at,
                 )

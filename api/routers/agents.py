@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from agents import get_agent
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
+from api.limits import check_encodable, check_run_input
 from api.run_input import run_request
 from api.streaming import run_event_frames, sse_response
 from api.thread_client import submit_run
@@ -22,7 +23,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "The thread refused the run (unknown or conflicting tool result, "
         "thread of another agent); nothing was stored."
     },
-    422: {"description": "Malformed RunAgentInput or threadId."},
+    413: {"description": "Request body over the configured limit (default 1 MB)."},
+    422: {"description": "Malformed RunAgentInput, threadId, runId or tool."},
+    429: {"description": "Too many requests in flight for this thread."},
 }
 
 
@@ -45,12 +48,14 @@ async def run_agent(
     ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
     progress is queued: its stream starts when the earlier run ends.
     """
-    if get_agent(agent) is None:
+    definition = get_agent(agent)
+    if definition is None:
         raise HTTPException(
             status_code=404, detail={"type": "UnknownAgent", "message": f"no agent {agent!r}"}
         )
     thread_id = valid_thread_id(run_input.thread_id)
-    accepted = await submit_run(client, settings, thread_id, run_request(agent, run_input))
-    return sse_response(
-        run_event_frames(client, settings, thread_id, accepted.run_id, accepted.stream_offset)
-    )
+    check_run_input(run_input, definition)
+    request = run_request(agent, run_input)
+    check_encodable(request)
+    accepted = await submit_run(client, settings, thread_id, request)
+    return sse_response(run_event_frames(client, settings, thread_id, accepted.run_id))

@@ -6,11 +6,12 @@ import asyncio
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path
+from fastapi import APIRouter, Header, HTTPException, Path
 from fastapi.responses import StreamingResponse
 from strands.types.session import SessionMessage
 
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from api.limits import check_encodable
 from api.models import (
     CancelOut,
     InterruptView,
@@ -20,6 +21,7 @@ from api.models import (
     ToolResultsIn,
     ToolResultsOut,
 )
+from api.run_input import content_json
 from api.streaming import run_event_frames, sse_response
 from api.thread_client import cancel_run, submit_tool_results, thread_state
 from api.transcript import to_agui_messages
@@ -56,6 +58,7 @@ async def get_thread(
                 tool_call_id=call.wire_id,
                 tool_name=call.tool_name,
                 args=call.args,
+                args_omitted=call.args_omitted,
                 run_id=call.run_id,
                 expires_at=call.expires_at,
                 answered=call.result is not None,
@@ -125,7 +128,7 @@ async def post_tool_results(
     request = ToolResultsRequest(
         run_id=f"rest-{uuid.uuid4().hex}",
         results=[
-            ToolResult(tool_call_id=r.tool_call_id, content=r.content, error=r.error)
+            ToolResult(tool_call_id=r.tool_call_id, content=content_json(r.content), error=r.error)
             for r in body.results
         ],
         resume=[
@@ -133,6 +136,7 @@ async def post_tool_results(
             for r in body.resume
         ],
     )
+    check_encodable(request)
     accepted = await submit_tool_results(client, thread_id, request)
     return ToolResultsOut(
         accepted=accepted.accepted,
@@ -157,10 +161,24 @@ async def get_run_events(
     settings: SettingsDep,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    """A run's events (again), from the start or after ``Last-Event-ID``."""
-    await thread_state(client, thread_id)
+    """A run's events (again), from the start or after ``Last-Event-ID``.
+
+    A client that lost its connection resumes here with the ``id`` of the last event it
+    got: the rest of the run follows with no gap and no duplicate. For a finished run the
+    stream ends after what is retained (at once, if the client already saw the end).
+    404 for a run this thread does not know (or no longer remembers).
+    """
+    state = await thread_state(client, thread_id)
+    finished = run_id in state.finished_run_ids
+    if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
+        raise HTTPException(
+            status_code=404,
+            detail={"type": "RunNotFound", "message": f"no run {run_id!r} in thread {thread_id!r}"},
+        )
     start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    return sse_response(run_event_frames(client, settings, thread_id, run_id, start))
+    return sse_response(
+        run_event_frames(client, settings, thread_id, run_id, start, run_finished=finished)
+    )
 
 
 @router.post(

@@ -1,0 +1,114 @@
+"""Limits on what a request may carry, checked before anything reaches a thread.
+
+Everything a run carries (its new user messages and answers) travels in a Temporal update,
+and Temporal refuses payloads over about 2 MB; the limits here keep requests well inside
+that, with clear errors instead of a failed workflow task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from fastapi import HTTPException
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agents import AgentDefinition
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Tool names every model provider accepts (the strictest common rule, e.g. Bedrock's)."""
+
+MAX_RUN_ID = 256
+
+
+def unprocessable(error_type: str, message: str) -> HTTPException:
+    return HTTPException(status_code=422, detail={"type": error_type, "message": message})
+
+
+def check_run_input(run_input: RunAgentInput, agent: AgentDefinition) -> None:
+    """Refuse (422) a run whose ids or tools a thread or a model provider cannot take."""
+    if not run_input.run_id or len(run_input.run_id) > MAX_RUN_ID:
+        raise unprocessable("InvalidRunId", f"runId must have 1 to {MAX_RUN_ID} characters")
+    backend = {getattr(tool, "tool_name", None) for tool in agent.tools}
+    for tool in run_input.tools or []:
+        if not TOOL_NAME.fullmatch(tool.name):
+            raise unprocessable(
+                "InvalidTool",
+                f"tool name {tool.name!r} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -",
+            )
+        if tool.name in backend:
+            raise unprocessable(
+                "InvalidTool",
+                f"tool {tool.name!r} is a backend tool of agent {agent.name!r}; "
+                "a frontend tool needs another name",
+            )
+        if tool.parameters is not None and not isinstance(tool.parameters, dict):
+            raise unprocessable(
+                "InvalidTool", f"parameters of tool {tool.name!r} must be a JSON object"
+            )
+
+
+def check_encodable(model: BaseModel) -> None:
+    """Refuse (422) text that cannot be encoded as UTF-8 (lone surrogates such as \\ud800)."""
+    try:
+        model.model_dump_json()
+    except (PydanticSerializationError, UnicodeEncodeError) as err:
+        raise unprocessable(
+            "InvalidText", "the request holds text that is not valid Unicode (a lone surrogate)"
+        ) from err
+
+
+class BodySizeLimit:
+    """ASGI middleware: 413 for a request body over ``max_bytes`` (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send)
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body: dict[str, Any] = {
+            "detail": {
+                "type": "RequestTooLarge",
+                "message": f"the request body is over {self.max_bytes} bytes; large tool "
+                "results belong in a store the tool shares with the agent, not in the thread",
+            }
+        }
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+
+class _TooLarge(Exception):
+    pass
