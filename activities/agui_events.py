@@ -57,9 +57,14 @@ class TurnTranslator:
     """
 
     def __init__(
-        self, run_id: str, frontend_tool_names: set[str], approvals: dict[str, ApprovalRule]
+        self,
+        run_id: str,
+        frontend_tool_names: set[str],
+        approvals: dict[str, ApprovalRule],
+        attempt: int = 1,
     ) -> None:
-        self._run_id = run_id
+        # Message ids carry the attempt: a retried turn's messages are new messages.
+        self._id_prefix = f"{run_id}-a{attempt}"
         self._frontend = frontend_tool_names
         self._approvals = approvals
         self._text_message_id: str | None = None
@@ -83,7 +88,7 @@ class TurnTranslator:
 
     def _next_message_id(self) -> str:
         self._messages += 1
-        return f"{self._run_id}-m{self._messages}"
+        return f"{self._id_prefix}-m{self._messages}"
 
     def _close_text(self) -> list[BaseEvent]:
         if self._text_message_id is None:

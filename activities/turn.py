@@ -189,7 +189,10 @@ class TurnActivities:
             for name, tool in real_tools.items()
         ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
         translator = TurnTranslator(
-            turn.run_id, {t.name for t in frontend}, dict(definition.approvals)
+            turn.run_id,
+            {t.name for t in frontend},
+            dict(definition.approvals),
+            attempt=activity.info().attempt,
         )
         sessions_dir = self._settings.sessions_dir
         # A partial turn on disk (an earlier attempt, or a failed turn) is cut away first,

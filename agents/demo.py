@@ -6,6 +6,7 @@ person approves it; the approval's payload may carry a ``note``).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from strands import ToolContext, tool
@@ -14,12 +15,14 @@ from agents.definition import AgentDefinition, ApprovalRule
 
 
 @tool
-def lookup_flight(flight: str) -> dict[str, Any]:
+def lookup_flight(flight: str, delay_seconds: float = 0.0) -> dict[str, Any]:
     """Look up a flight's status and gate.
 
     Args:
         flight: The flight number, for example "XY123".
+        delay_seconds: How long the (simulated) airline system takes to answer.
     """
+    time.sleep(min(max(delay_seconds, 0.0), 60.0))
     checksum = sum(map(ord, flight))
     return {
         "flight": flight,

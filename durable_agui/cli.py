@@ -36,7 +36,12 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
         loop.add_signal_handler(sig, stop.set)
     tasks: list[asyncio.Task[None]] = []
     worker = (
-        build_worker(client, settings, graceful_shutdown_timeout=timedelta(seconds=3))
+        build_worker(
+            client,
+            settings,
+            graceful_shutdown_timeout=timedelta(seconds=3),
+            max_cached_workflows=settings.max_cached_workflows,
+        )
         if with_worker
         else None
     )

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     """How long a frontend call or approval waits for its answer before it is closed with an
     explicit "no answer" result (seconds). Applies to threads started afterwards."""
 
+    max_cached_workflows: int = 1000
+    """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
+
     stream_batch_interval_ms: int = 50
     """How long an activity buffers AG-UI events before publishing them to the workflow."""
     stream_poll_cooldown_ms: int = 20

@@ -15,7 +15,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agui.devserver import free_port
+from durable_agui.devserver import DevServer, free_port
 from durable_agui.settings import Settings
 
 BIN = Path(sys.executable).parent
@@ -125,3 +125,85 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack
         yield stack
     finally:
         stack.stop()
+
+
+class Cluster:
+    """A Temporal dev server, workers and API processes, each a real process, sharing one
+    data dir (the session store) and one task queue: the shape of a deployment."""
+
+    def __init__(self, folder: Path, env: dict[str, str] | None = None) -> None:
+        self.folder = folder
+        self.data_dir = folder / "data"
+        self.server = DevServer(self.data_dir, port=free_port(), ui_port=free_port())
+        self.env = {
+            **os.environ,
+            "DURABLE_AGUI_TEMPORAL_ADDRESS": self.server.address,
+            "DURABLE_AGUI_DATA_DIR": str(self.data_dir),
+            "DURABLE_AGUI_TASK_QUEUE": "faults",
+            **(env or {}),
+        }
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.api_urls: dict[str, str] = {}
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.data_dir / "sessions"
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None) -> None:
+        log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        self.processes[name] = subprocess.Popen(
+            [str(BIN / "durable-agui"), *args],
+            env={**self.env, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
+        self._spawn(name, ["worker"], env)
+
+    def start_api(self, name: str) -> str:
+        port = free_port()
+        self._spawn(name, ["api", "--port", str(port)], None)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    self.api_urls[name] = url
+                    return url
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise TimeoutError(
+            f"API {name} did not come up: {(self.folder / f'{name}.log').read_text()}"
+        )
+
+    def kill(self, name: str) -> None:
+        """SIGKILL: the process gets no chance to clean up, as in a crash."""
+        process = self.processes.pop(name)
+        process.kill()
+        process.wait()
+
+    def stop(self, name: str) -> None:
+        process = self.processes.pop(name)
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.processes):
+            self.kill(name)
+        self.server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A started dev server with no workers or APIs yet; everything is stopped afterwards."""
+    running = Cluster(tmp_path)
+    running.server.start()
+    try:
+        yield running
+    finally:
+        running.stop_all()

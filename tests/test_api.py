@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
+    check_stream,
     parse_sse,
     persisted_messages,
     post_run,
@@ -213,3 +214,114 @@ async def test_two_runs_at_once_are_queued_never_interleaved(
         ("user", "first"), ("assistant", "echo: first"),
         ("user", "second"), ("assistant", "echo: second"),
     ]  # fmt: skip
+
+
+async def test_event_stream_of_unknown_run_is_404_and_finished_runs_end_at_once(
+    http: httpx.AsyncClient,
+) -> None:
+    wire_id, _ = await pending_thread(http, "t-replay")
+    assert (await http.get("/threads/t-replay/runs/nosuchrun/events")).status_code == 404
+    replay = parse_sse((await http.get("/threads/t-replay/runs/t-replay-r1/events")).text)
+    check_stream(replay)
+    assert replay[-1]["outcome"]["pendingToolCallIds"] == [wire_id]
+    frames = (await http.get("/threads/t-replay/runs/t-replay-r1/events")).text
+    last_id = [line for line in frames.splitlines() if line.startswith("id: ")][-1][4:]
+    # Reconnecting after the end, many times over: each ends at once, and leaves nothing
+    # waiting in the thread (Temporal allows 10 updates in flight per workflow).
+    for _ in range(12):
+        again = await http.get(
+            "/threads/t-replay/runs/t-replay-r1/events", headers={"Last-Event-ID": last_id}
+        )
+        assert again.status_code == 200 and again.text == ""
+    answer = await http.post(
+        "/threads/t-replay/tool-results",
+        json={"results": [{"toolCallId": wire_id, "content": "ok"}]},
+    )
+    assert answer.status_code == 200 and answer.json()["accepted"] == [wire_id]
+
+
+async def test_resume_after_a_given_event_has_no_gap_and_no_duplicate(
+    http: httpx.AsyncClient,
+) -> None:
+    user = {"id": "u1", "role": "user", "content": 'call lookup_flight {"flight":"R1"}'}
+    _, events = await post_run(http, "demo", run_input("t-resume", "r1", [user], []))
+    frames = (await http.get("/threads/t-resume/runs/r1/events")).text
+    ids = [int(line[4:]) for line in frames.splitlines() if line.startswith("id: ")]
+    middle = ids[len(ids) // 2]
+    rest = (
+        await http.get("/threads/t-resume/runs/r1/events", headers={"Last-Event-ID": str(middle)})
+    ).text
+    rest_ids = [int(line[4:]) for line in rest.splitlines() if line.startswith("id: ")]
+    assert rest_ids == [i for i in ids if i > middle]
+    assert parse_sse(rest) == events[len(ids) // 2 + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("results", "status"),
+    [
+        ([{"toolCallId": "x", "content": [{"type": "image", "source": "http://e/x.png"}]}], 422),
+        ([{"toolCallId": "x", "content": [{"type": "nonsense"}]}], 422),
+        ([], 422),
+    ],
+)
+async def test_malformed_rest_answers_are_422(
+    http: httpx.AsyncClient, results: list[dict[str, Any]], status: int
+) -> None:
+    await pending_thread(http, "t-rest-422")
+    answer = await http.post("/threads/t-rest-422/tool-results", json={"results": results})
+    assert answer.status_code == status
+    view = (await http.get("/threads/t-rest-422")).json()
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
+
+
+async def test_reused_run_id_or_message_id_with_other_content_is_409(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    first = {"id": "m1", "role": "user", "content": "first"}
+    _, events = await post_run(http, "demo", run_input("t-reuse", "r1", [first], []))
+    assert text_of(events) == "echo: first"
+    other = {"id": "m2", "role": "user", "content": "second"}
+    status, body = await post_run(http, "demo", run_input("t-reuse", "r1", [first, other], []))
+    assert status == 409 and body[0]["detail"]["type"] == "RunIdReused"
+    changed = {"id": "m1", "role": "user", "content": "edited first"}
+    status, body = await post_run(http, "demo", run_input("t-reuse", "r2", [changed], []))
+    assert status == 409 and body[0]["detail"]["type"] == "MessageIdReused"
+    stored = persisted_messages(running_stack.data_dir / "sessions", "t-reuse")
+    assert [m["content"][0]["text"] for m in stored] == ["first", "echo: first"]
+
+
+async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
+    http: httpx.AsyncClient,
+) -> None:
+    big = {"id": "u1", "role": "user", "content": "x" * 3_000_000}
+    response = await http.post("/agents/demo", json=run_input("t-big", "r1", [big], []))
+    assert response.status_code == 413 and response.json()["detail"]["type"] == "RequestTooLarge"
+    surrogate = b'{"threadId":"t-sur","runId":"r1","messages":[{"id":"u","role":"user","content":"\\ud800"}]}'
+    response = await http.post(
+        "/agents/demo", content=surrogate, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    newline = run_input("nl1\n", "r1", [{"id": "u", "role": "user", "content": "hi"}], [])
+    assert (await http.post("/agents/demo", json=newline)).status_code == 422
+    long_run_id = run_input(
+        "t-long", "r" * 5000, [{"id": "u", "role": "user", "content": "hi"}], []
+    )
+    assert (await http.post("/agents/demo", json=long_run_id)).status_code == 422
+    for thread in ("t-big", "t-sur", "t-long"):
+        assert (await http.get(f"/threads/{thread}")).status_code == 404
+
+
+async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
+    http: httpx.AsyncClient,
+) -> None:
+    user = [{"id": "u", "role": "user", "content": "hi"}]
+    for tool in (
+        {"name": "lookup_flight", "description": "clash"},
+        {"name": "bad name!", "description": "spaces"},
+        {"name": "", "description": "empty"},
+    ):
+        body = run_input("t-tools", "r1", user, [])
+        body["tools"] = [tool]
+        response = await http.post("/agents/demo", json=body)
+        assert response.status_code == 422, tool
+        assert response.json()["detail"]["type"] == "InvalidTool"

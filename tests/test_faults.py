@@ -1,0 +1,240 @@
+"""Kill anything, lose nothing: fault injection with real processes (dev server, workers,
+API processes) sharing one session store on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from tests.conftest import Cluster
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    parse_sse,
+    post_run,
+    rebuilt_history,
+    run_input,
+    text_of,
+    tool_uses,
+)
+
+SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
+OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]
+
+
+async def stream_run(
+    http: httpx.AsyncClient, url: str, on_events: OnEvents, **request: Any
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Read an SSE stream as it arrives, calling ``on_events`` after each frame.
+
+    Returns the events and their ``id:`` offsets.
+    """
+    events: list[dict[str, Any]] = []
+    ids: list[int] = []
+    buffer = ""
+    async with http.stream(request.pop("method", "POST"), url, **request) as response:
+        assert response.status_code == 200
+        async for chunk in response.aiter_text():
+            buffer += chunk
+            while "\n\n" in buffer:
+                frame, buffer = buffer.split("\n\n", 1)
+                for line in frame.split("\n"):
+                    if line.startswith("id: "):
+                        ids.append(int(line[4:]))
+                events += parse_sse(frame + "\n\n")
+                await on_events(events)
+    return events, ids
+
+
+def after_retry(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events that follow the ``turn_retried`` marker (the retried attempt's output)."""
+    marks = [
+        i for i, e in enumerate(events) if e["type"] == "CUSTOM" and e["name"] == "turn_retried"
+    ]
+    assert marks, [e["type"] for e in events]
+    return events[marks[-1] + 1 :]
+
+
+async def test_worker_killed_while_the_model_streams(cluster: Cluster) -> None:
+    cluster.start_worker("a", SLOW_MODEL)
+    url = cluster.start_api("api")
+    text = " ".join(f"w{n}" for n in range(40))
+    body = run_input("f-model", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+
+    async def crash_mid_stream(events: list[dict[str, Any]]) -> None:
+        if "a" in cluster.processes and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+            cluster.start_worker("b")
+            cluster.kill("a")
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        events, _ = await stream_run(http, "/agents/demo", crash_mid_stream, json=body)
+        check_stream(events)
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert text_of(after_retry(events)) == f"echo: {text}"
+        assert rebuilt_history(cluster.sessions_dir, "f-model") == [
+            {"role": "user", "content": [{"text": text}]},
+            {"role": "assistant", "content": [{"text": f"echo: {text}"}]},
+        ]
+        next_user = {"id": "u2", "role": "user", "content": "and now?"}
+        status, more = await post_run(http, "demo", run_input("f-model", "r2", [next_user], []))
+        assert status == 200 and text_of(more) == "echo: and now?"
+
+
+async def test_worker_killed_while_a_backend_tool_runs(cluster: Cluster) -> None:
+    cluster.start_worker("a")
+    url = cluster.start_api("api")
+    call = 'call lookup_flight {"flight":"K1","delay_seconds":4}'
+    body = run_input("f-tool", "r1", [{"id": "u1", "role": "user", "content": call}], [])
+
+    async def crash_in_tool(events: list[dict[str, Any]]) -> None:
+        if "a" in cluster.processes and any(e["type"] == "TOOL_CALL_END" for e in events):
+            cluster.start_worker("b")
+            cluster.kill("a")
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        events, _ = await stream_run(http, "/agents/demo", crash_in_tool, json=body)
+    check_stream(events)
+    retried = after_retry(events)
+    result = next(e for e in retried if e["type"] == "TOOL_CALL_RESULT")
+    assert json.loads(result["content"])["flight"] == "K1"
+    assert text_of(retried) == f"lookup_flight -> success: {result['content']}"
+    history = rebuilt_history(cluster.sessions_dir, "f-tool")
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    (use,) = tool_uses(history[1])
+    assert history[2]["content"][0]["toolResult"]["toolUseId"] == use["toolUseId"]
+    assert history[0]["content"] == [{"text": call}]
+
+
+async def test_worker_restarted_while_waiting_and_a_no_cache_worker_resumes(
+    cluster: Cluster,
+) -> None:
+    cluster.start_worker("a")
+    url = cluster.start_api("api")
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"W1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "demo", run_input("f-wait", "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        cluster.kill("a")
+        cluster.start_worker("b", {"DURABLE_AGUI_MAX_CACHED_WORKFLOWS": "0"})
+        answer = await http.post(
+            "/threads/f-wait/tool-results",
+            json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+        )
+        assert answer.status_code == 200
+        events = parse_sse((await http.get(answer.json()["eventsUrl"])).text)
+    check_stream(events)
+    assert text_of(events) == "confirm_booking -> success: yes"
+
+
+async def test_dev_server_restarted_while_threads_wait(cluster: Cluster) -> None:
+    cluster.start_worker("a")
+    url = cluster.start_api("api")
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"S1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "demo", run_input("f-server", "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        cluster.server.stop()
+        cluster.server.start()
+        for _ in range(300):  # the worker and the API reconnect by themselves
+            view = await http.get("/threads/f-server")
+            if view.status_code == 200:
+                break
+            await asyncio.sleep(0.2)
+        assert view.json()["status"] == "awaiting_tool_results"
+        answer = await http.post(
+            "/threads/f-server/tool-results",
+            json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+        )
+        assert answer.status_code == 200
+        events = parse_sse((await http.get(answer.json()["eventsUrl"])).text)
+    check_stream(events)
+    assert text_of(events) == "confirm_booking -> success: yes"
+
+
+async def test_api_restarted_mid_stream_client_resumes_with_last_event_id(
+    cluster: Cluster,
+) -> None:
+    cluster.start_worker("w", SLOW_MODEL)
+    first_api = cluster.start_api("api1")
+    second_api = cluster.start_api("api2")
+    text = " ".join(f"w{n}" for n in range(30))
+    body = run_input("f-api", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+
+    async def crash_api(events: list[dict[str, Any]]) -> None:
+        if "api1" in cluster.processes and len(events) >= 6:
+            cluster.kill("api1")
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        try:
+            seen, seen_ids = await stream_run(
+                http, f"{first_api}/agents/demo", crash_api, json=body
+            )
+        except httpx.HTTPError:
+            seen, seen_ids = [], []
+        assert "api1" not in cluster.processes
+        # The disconnect did not stop the run: the rest is there, after the last id seen.
+        last = str(seen_ids[-1]) if seen_ids else None
+        headers = {"Last-Event-ID": last} if last else {}
+        rest = (await http.get(f"{second_api}/threads/f-api/runs/r1/events", headers=headers)).text
+        whole = (await http.get(f"{second_api}/threads/f-api/runs/r1/events")).text
+    resumed = seen + parse_sse(rest)
+    assert resumed == parse_sse(whole)
+    check_stream(resumed)
+    assert text_of(resumed) == f"echo: {text}"
+
+
+async def test_two_workers_two_apis_200_threads_share_one_store(cluster: Cluster) -> None:
+    cluster.start_worker("w1")
+    cluster.start_worker("w2")
+    apis = [cluster.start_api("api1"), cluster.start_api("api2")]
+    limit = asyncio.Semaphore(40)
+
+    async def round_trip(n: int, clients: list[httpx.AsyncClient]) -> str:
+        thread = f"many-{n}"
+        user = {"id": "u1", "role": "user", "content": f'call confirm_booking {{"n":{n}}}'}
+        async with limit:
+            status, r1 = await post_run(
+                clients[n % 2], "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING])
+            )
+            assert status == 200, r1
+            (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+            answer = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": f"ok {n}"}
+            status, r2 = await post_run(
+                clients[(n + 1) % 2],
+                "demo",
+                run_input(thread, "r2", [user, answer], [CONFIRM_BOOKING]),
+            )
+            assert status == 200, r2
+            return text_of(r2)
+
+    async with (
+        httpx.AsyncClient(base_url=apis[0], timeout=300) as one,
+        httpx.AsyncClient(base_url=apis[1], timeout=300) as two,
+    ):
+        texts = await asyncio.gather(*(round_trip(n, [one, two]) for n in range(200)))
+    assert texts == [f"confirm_booking -> success: ok {n}" for n in range(200)]
+    for n in range(200):
+        history = rebuilt_history(cluster.sessions_dir, f"many-{n}")
+        (use,) = tool_uses(history[1])
+        assert history == [
+            {"role": "user", "content": [{"text": f'call confirm_booking {{"n":{n}}}'}]},
+            {"role": "assistant", "content": [{"toolUse": use}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": use["toolUseId"],
+                            "status": "success",
+                            "content": [{"text": f"ok {n}"}],
+                        }
+                    }
+                ],
+            },
+            {"role": "assistant", "content": [{"text": f"confirm_booking -> success: ok {n}"}]},
+        ], n
+        assert use["input"] == {"n": n}
