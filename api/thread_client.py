@@ -39,7 +39,10 @@ async def submit_run(
     start = WithStartWorkflowOperation(
         AgentThreadWorkflow.run,
         ThreadInput(
-            thread_id=thread_id, agent=request.agent, answer_timeout_s=settings.answer_timeout_s
+            thread_id=thread_id,
+            agent=request.agent,
+            answer_timeout_s=settings.answer_timeout_s,
+            turns_per_workflow_run=settings.turns_per_workflow_run,
         ),
         id=workflow_id_for(thread_id),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

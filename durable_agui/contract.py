@@ -256,16 +256,50 @@ class ThreadState(BaseModel):
     turns: int
 
 
+class ThreadCarry(BaseModel):
+    """The bookkeeping a thread carries into its next workflow run (continue-as-new).
+
+    Everything a run of ``AgentThreadWorkflow`` knows that is not in the session store:
+    queued runs, the open batch (frontend calls, approvals), answers already taken, results
+    not yet written, the wire -> native id map, the message ids taken in.
+    """
+
+    queue: list[RunRequest] = Field(default_factory=list)
+    calls: list[PendingToolCall] = Field(default_factory=list)
+    interrupts: list[OpenInterrupt] = Field(default_factory=list)
+    batch_order: list[str] = Field(default_factory=list)
+    closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = Field(default_factory=dict)
+    closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = Field(default_factory=dict)
+    tail: list[NativeToolResult] = Field(default_factory=list)
+    approved: list[ApprovedCall] = Field(default_factory=list)
+    tail_anchor: str | None = None
+    tool_call_ids: dict[str, str] = Field(default_factory=dict)
+    approval_wire_ids: list[str] = Field(default_factory=list)
+    taken_message_ids: dict[str, str] = Field(default_factory=dict)
+    frontend_tools: list[FrontendTool] = Field(default_factory=list)
+    finished_run_ids: list[str] = Field(default_factory=list)
+    turns: int = 0
+    message_count: int = 0
+    workflow_runs: int = 1
+    run_start_offsets: dict[str, int] = Field(default_factory=dict)
+    """Stream offset where each recent run's events start."""
+
+
 class ThreadInput(BaseModel):
     """Start input of ``AgentThreadWorkflow``.
 
     ``answer_timeout_s``: how long a frontend call or approval waits for its answer before
     it is closed with an explicit "no answer" result (seconds; default 24 hours).
+    ``turns_per_workflow_run``: after this many turns the thread continues as new at its
+    next idle moment (it also does when Temporal suggests it). ``carry`` and
+    ``stream_state`` are set by the thread itself when it continues as new.
     """
 
     thread_id: str
     agent: str
     answer_timeout_s: float = 24 * 3600
+    turns_per_workflow_run: int = 100
+    carry: ThreadCarry | None = None
     stream_state: WorkflowStreamState | None = None
 
 

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     """How long a frontend call or approval waits for its answer before it is closed with an
     explicit "no answer" result (seconds). Applies to threads started afterwards."""
 
+    turns_per_workflow_run: int = 100
+    """A thread continues as new (a fresh workflow history) after this many turns, at its
+    next idle moment; it also does whenever Temporal suggests it."""
+
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeAnswer,
         RunAccepted,
         RunRequest,
+        ThreadCarry,
         ThreadInput,
         ThreadState,
         ThreadStatus,
@@ -63,7 +65,17 @@ with workflow.unsafe.imports_passed_through():
         run_topic,
     )
 
+KEEP_CLOSED = 1000
+"""Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
+KEEP_RUN_EVENTS = 10
+"""Runs whose events a thread keeps across continue-as-new (reconnects, replays)."""
+KEEP_MESSAGE_IDS = 1000
+"""Message ids remembered across continue-as-new. Only a transcript's tail (after the last
+assistant message) is ever sent to a thread, so older ids cannot come back."""
+
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
+T = TypeVar("T")
+
 RUN_TURN_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 RECONCILE_TIMEOUT = timedelta(seconds=30)
 
@@ -87,44 +99,104 @@ class _RunCancelled(Exception):
 class AgentThreadWorkflow:
     @workflow.init
     def __init__(self, start: ThreadInput) -> None:
+        self._start = start
         self._thread_id = start.thread_id
         self._agent = start.agent
         self._answer_timeout = timedelta(seconds=start.answer_timeout_s)
-        self._queue: list[RunRequest] = []
+        carry = start.carry or ThreadCarry()
+        self._queue: list[RunRequest] = carry.queue
         self._current_run_id: str | None = None
         self._cancel_requested = False
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         # The open batch: frontend calls by wire id, approvals by interrupt id, call order.
-        self._calls: dict[str, PendingToolCall] = {}
-        self._interrupts: dict[str, OpenInterrupt] = {}
-        self._batch_order: list[str] = []
+        self._calls: dict[str, PendingToolCall] = {c.wire_id: c for c in carry.calls}
+        self._interrupts: dict[str, OpenInterrupt] = {i.interrupt_id: i for i in carry.interrupts}
+        self._batch_order: list[str] = carry.batch_order
         # Answers that closed a batch: by wire id (calls) and interrupt id (approvals).
-        self._closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = {}
-        self._closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = {}
+        self._closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = carry.closed_calls
+        self._closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = (
+            carry.closed_interrupts
+        )
         # Results of a closed batch not yet written to the session, approvals not yet run.
-        self._tail: list[NativeToolResult] = []
-        self._approved: list[ApprovedCall] = []
-        self._tail_anchor: str | None = None
-        self._tool_call_ids: dict[str, str] = {}
-        self._approval_wire_ids: set[str] = set()
-        self._taken_message_ids: dict[str, str] = {}  # message id -> content digest
-        self._frontend_tools: list[FrontendTool] = []
-        self._finished_run_ids: list[str] = []
-        self._turns = 0
-        self._message_count = 0
+        self._tail: list[NativeToolResult] = carry.tail
+        self._approved: list[ApprovedCall] = carry.approved
+        self._tail_anchor: str | None = carry.tail_anchor
+        self._tool_call_ids: dict[str, str] = carry.tool_call_ids
+        self._approval_wire_ids: set[str] = set(carry.approval_wire_ids)
+        self._taken_message_ids: dict[str, str] = carry.taken_message_ids  # id -> digest
+        self._frontend_tools: list[FrontendTool] = carry.frontend_tools
+        self._finished_run_ids: list[str] = carry.finished_run_ids
+        self._turns = carry.turns
+        self._turns_at_start = carry.turns
+        self._message_count = carry.message_count
+        self._workflow_runs = carry.workflow_runs
+        self._run_start_offsets: dict[str, int] = carry.run_start_offsets
         self._stream = WorkflowStream(prior_state=start.stream_state)
 
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
         while True:
+            if not self._queue and self._should_continue_as_new():
+                await self._continue_as_new()
             try:
                 await workflow.wait_condition(
-                    lambda: bool(self._queue), timeout=self._time_to_deadline()
+                    lambda: bool(self._queue) or self._should_continue_as_new(),
+                    timeout=self._time_to_deadline(),
                 )
             except TimeoutError:
                 await self._expire_batch()
                 continue
-            await self._execute(self._queue.pop(0))
+            if self._queue:
+                await self._execute(self._queue.pop(0))
+
+    # -- continue-as-new --------------------------------------------------------------------
+
+    def _should_continue_as_new(self) -> bool:
+        if self._current_run_id is not None:
+            return False
+        return (
+            workflow.info().is_continue_as_new_suggested()
+            or self._turns - self._turns_at_start >= self._start.turns_per_workflow_run
+        )
+
+    async def _continue_as_new(self) -> None:
+        """Hand the bookkeeping to a new run of this workflow, at an idle moment.
+
+        Stream pollers are released first (subscribers follow to the new run), and every
+        handler finishes, so answers or runs that arrived meanwhile are carried, not lost.
+        """
+        self._stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        # The new run keeps the events of the last few runs, for clients that reconnect;
+        # the thread is idle, so no subscriber is still waiting for an older run's end.
+        kept = dict(list(self._run_start_offsets.items())[-KEEP_RUN_EVENTS:])
+        if kept:
+            self._stream.truncate(min(kept.values()))
+        carry = ThreadCarry(
+            queue=self._queue,
+            calls=list(self._calls.values()),
+            interrupts=list(self._interrupts.values()),
+            batch_order=self._batch_order,
+            closed_calls=_recent(self._closed_calls, KEEP_CLOSED),
+            closed_interrupts=_recent(self._closed_interrupts, KEEP_CLOSED),
+            tail=self._tail,
+            approved=self._approved,
+            tail_anchor=self._tail_anchor,
+            tool_call_ids=self._tool_call_ids,
+            approval_wire_ids=sorted(self._approval_wire_ids),
+            taken_message_ids=_recent(self._taken_message_ids, KEEP_MESSAGE_IDS),
+            frontend_tools=self._frontend_tools,
+            finished_run_ids=self._finished_run_ids,
+            turns=self._turns,
+            message_count=self._message_count,
+            workflow_runs=self._workflow_runs + 1,
+            run_start_offsets=kept,
+        )
+        workflow.continue_as_new(
+            self._start.model_copy(
+                update={"carry": carry, "stream_state": self._stream.get_state()}
+            )
+        )
 
     # -- queries and updates ----------------------------------------------------------------
 
@@ -479,7 +551,12 @@ class AgentThreadWorkflow:
     def _publish(self, run_id: str, event: BaseEvent) -> None:
         self._stream.topic(run_topic(run_id)).publish(event_to_wire(event))
 
+    def _stream_end(self) -> int:
+        state = self._stream.get_state()
+        return state.base_offset + len(state.log)
+
     async def _execute(self, run: RunRequest) -> None:
+        self._run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
         self._cancel_requested = False
         self._publish(
@@ -625,6 +702,11 @@ class AgentThreadWorkflow:
                 self._approval_wire_ids.add(call.wire_id)
                 interrupt = _interrupt_for(call, run_id, expires_at)
                 self._interrupts[interrupt.interrupt_id] = interrupt
+
+
+def _recent(items: dict[str, T], keep: int) -> dict[str, T]:
+    """The last ``keep`` entries of an insertion-ordered dict."""
+    return dict(list(items.items())[-keep:])
 
 
 def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:
