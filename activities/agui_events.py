@@ -26,6 +26,7 @@ from ag_ui.core import (
 
 from agents.definition import ApprovalRule
 from durable_agui.contract import ToolCallRecord, ToolKind
+from sessions import render_tool_result
 
 MAX_ARGS_IN_STATE = 16_384
 """Arguments larger than this (JSON characters) stay out of workflow state and history."""
@@ -34,19 +35,6 @@ MAX_ARGS_IN_STATE = 16_384
 def mint_wire_id() -> str:
     """A fresh wire id (``toolCallId``), unique in the thread."""
     return f"call_{uuid.uuid4().hex[:24]}"
-
-
-def render_tool_result(blocks: list[Any]) -> str:
-    """A Strands tool result's content as the text of an AG-UI tool message."""
-    parts: list[str] = []
-    for block in blocks:
-        if "text" in block:
-            parts.append(block["text"])
-        elif "json" in block:
-            parts.append(json.dumps(block["json"], separators=(",", ":"), ensure_ascii=False))
-        else:
-            parts.append(json.dumps({key: "<binary>" for key in block}))
-    return "\n".join(parts)
 
 
 class TurnTranslator:

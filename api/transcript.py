@@ -13,14 +13,23 @@ from ag_ui.core import (
     ToolMessage,
     UserMessage,
 )
+from ag_ui.core.types import ContentPart
+from pydantic import TypeAdapter
 from strands.types.session import SessionMessage
 
-from activities.agui_events import render_tool_result
-from sessions import PLACEHOLDER_TEXT
+from sessions import PLACEHOLDER_TEXT, agui_content
 
 
 def _text(blocks: list[Any]) -> str:
     return "".join(block["text"] for block in blocks if "text" in block)
+
+
+_PARTS: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
+
+
+def _content(blocks: list[Any]) -> str | list[ContentPart]:
+    content = agui_content(blocks)
+    return content if isinstance(content, str) else _PARTS.validate_python(content)
 
 
 def _is_placeholder(result: dict[str, Any]) -> bool:
@@ -68,17 +77,17 @@ def to_agui_messages(
             error: str | None = None
             if result.get("status") == "error":
                 # sessions.tool_result_block stores the error text first, content after it.
-                error = _text(content_blocks[:1]) or "error"
+                error = _text(content_blocks[:1])
                 content_blocks = content_blocks[1:]
             messages.append(
                 ToolMessage(
                     id=f"m{index}.{k}",
                     tool_call_id=wire_ids.get(result["toolUseId"], result["toolUseId"]),
-                    content=render_tool_result(content_blocks),
+                    content=_content(content_blocks),
                     error=error,
                 )
             )
-        text = _text(blocks)
-        if text or not any("toolResult" in block for block in blocks):
-            messages.append(UserMessage(id=f"m{index}", content=text))
+        user_blocks = [block for block in blocks if "toolResult" not in block]
+        if user_blocks or len(user_blocks) == len(blocks):
+            messages.append(UserMessage(id=f"m{index}", content=_content(user_blocks)))
     return messages

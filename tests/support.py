@@ -58,7 +58,10 @@ async def start_run(
         start_workflow_operation=WithStartWorkflowOperation(
             AgentThreadWorkflow.run,
             ThreadInput(
-                thread_id=thread_id, agent="demo", answer_timeout_s=settings.answer_timeout_s
+                thread_id=thread_id,
+                agent="demo",
+                answer_timeout_s=settings.answer_timeout_s,
+                turns_per_workflow_run=settings.turns_per_workflow_run,
             ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

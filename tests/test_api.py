@@ -4,7 +4,9 @@ one turn at a time."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -325,3 +327,38 @@ async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
         response = await http.post("/agents/demo", json=body)
         assert response.status_code == 422, tool
         assert response.json()["detail"]["type"] == "InvalidTool"
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+async def test_images_nested_content_and_datetimes_survive_the_round_trip(
+    http: httpx.AsyncClient, running_stack: DevStack
+) -> None:
+    image = {"type": "image", "source": {"type": "data", "value": PNG, "mimeType": "image/png"}}
+    user = {"id": "u1", "role": "user", "content": [{"type": "text", "text": "look"}, image]}
+    status, events = await post_run(http, "demo", run_input("t-data", "r1", [user], []))
+    assert status == 200 and text_of(events) == "echo: look"
+    stored = persisted_messages(running_stack.data_dir / "sessions", "t-data")
+    assert stored[0]["content"][1]["image"]["format"] == "png"  # kept as bytes, not as text
+    listed = (await http.get("/threads/t-data/messages")).json()["messages"]
+    assert listed[0]["content"] == [{"type": "text", "text": "look"}, image]
+
+    wire_id, call_user = await pending_thread(http, "t-data-2")
+    nested = json.dumps({"a": {"b": [1, {"c": None}], "d": "é ✓"}})
+    view = (await http.get("/threads/t-data-2")).json()
+    expires = datetime.fromisoformat(view["pendingToolCalls"][0]["expiresAt"])
+    assert timedelta(hours=23) < expires - datetime.now(UTC) <= timedelta(hours=24)
+    answer = {
+        "id": "t1",
+        "role": "tool",
+        "toolCallId": wire_id,
+        "content": [{"type": "text", "text": nested}, image],
+    }
+    status, events = await post_run(
+        http, "demo", run_input("t-data-2", "r2", [call_user, answer], [CONFIRM_BOOKING])
+    )
+    assert status == 200
+    listed = (await http.get("/threads/t-data-2/messages")).json()["messages"]
+    tool = next(m for m in listed if m["role"] == "tool")
+    assert tool["content"] == [{"type": "text", "text": nested}, image]

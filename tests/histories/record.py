@@ -1,0 +1,157 @@
+"""Record the event histories of the core scenarios as JSON, for the replay tests.
+
+Run ``python -m tests.histories.record`` after a deliberate change to the workflow's
+commands (guarded by ``workflow.patched``), and commit the new files next to the old ones:
+old histories must keep replaying, new ones show the new path. Each scenario runs the real
+worker (real activities, offline model, a temporary session store) on the time-skipping
+test server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agui.contract import ResumeAnswer, ToolResult, ToolResultsRequest, workflow_id_for
+from durable_agui.settings import Settings
+from durable_agui.worker import build_worker
+from tests.conftest import BIN
+from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING, run_events, start_run
+from workflows import AgentThreadWorkflow
+
+HERE = Path(__file__).parent
+Scenario = Callable[[WorkflowEnvironment, Settings, str], Awaitable[None]]
+
+
+async def answer(client: Client, thread: str, run_id: str, *results: ToolResult) -> None:
+    await client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(run_id=run_id, results=list(results)),
+    )
+    await run_events(client, thread, run_id)
+
+
+async def pending(client: Client, thread: str, run_id: str) -> list[str]:
+    return list((await run_events(client, thread, run_id))[-1]["outcome"]["pendingToolCallIds"])
+
+
+async def round_trip(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r1")
+    await answer(env.client, thread, "r2", ToolResult(tool_call_id=wire_id, content='{"ok":true}'))
+
+
+async def parallel_calls(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    text = 'call confirm_booking {"f":1}\ncall choose_seat {"row":2}'
+    await start_run(env.client, settings, thread, "r1", text, [CONFIRM_BOOKING, CHOOSE_SEAT])
+    first, second = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(
+            run_id="partial", results=[ToolResult(tool_call_id=second, content="2B")]
+        ),
+    )
+    await answer(env.client, thread, "r2", ToolResult(tool_call_id=first, content="yes"))
+
+
+async def abandonment(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    await pending(env.client, thread, "r1")
+    await start_run(env.client, settings, thread, "r2", "never mind", [CONFIRM_BOOKING])
+    await run_events(env.client, thread, "r2")
+
+
+async def expiry(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    await pending(env.client, thread, "r1")
+    await env.sleep(timedelta(hours=25))
+    await start_run(env.client, settings, thread, "r2", "still there?", [CONFIRM_BOOKING])
+    await run_events(env.client, thread, "r2")
+
+
+async def interrupt(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    await start_run(env.client, settings, thread, "r1", 'call cancel_booking {"booking":"B1"}', [])
+    events = await run_events(env.client, thread, "r1")
+    (approval,) = events[-1]["outcome"]["interrupts"]
+    await env.client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(
+            run_id="r2",
+            resume=[
+                ResumeAnswer(interrupt_id=approval["id"], status="resolved", payload={"note": "ok"})
+            ],
+        ),
+    )
+    await run_events(env.client, thread, "r2")
+
+
+async def continue_as_new(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    settings.turns_per_workflow_run = 2
+    for n in range(3):
+        await start_run(env.client, settings, thread, f"r{n}", f"message {n}", [])
+        await run_events(env.client, thread, f"r{n}")
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "round_trip": round_trip,
+    "parallel_calls": parallel_calls,
+    "abandonment": abandonment,
+    "expiry": expiry,
+    "interrupt": interrupt,
+    "continue_as_new": continue_as_new,
+}
+
+
+async def chain_of_runs(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """The histories of every run of ``workflow_id``, first run first (follows CAN back)."""
+    histories = [await client.get_workflow_handle(workflow_id).fetch_history()]
+    while True:
+        started = histories[0].events[0].workflow_execution_started_event_attributes
+        if not started.continued_execution_run_id:
+            return histories
+        handle = client.get_workflow_handle(workflow_id, run_id=started.continued_execution_run_id)
+        histories.insert(0, await handle.fetch_history())
+
+
+async def record(name: str, scenario: Scenario) -> None:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(BIN / "temporal-test-server"),
+        data_converter=pydantic_data_converter,
+    )
+    with tempfile.TemporaryDirectory() as data:
+        settings = Settings(data_dir=Path(data), task_queue=f"record-{name}")
+        try:
+            async with build_worker(env.client, settings):
+                await scenario(env, settings, name)
+                histories = await chain_of_runs(env.client, workflow_id_for(name))
+                for index, history in enumerate(histories):
+                    suffix = f".{index}" if len(histories) > 1 else ""
+                    path = HERE / f"{name}{suffix}.json"
+                    path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+                    print(f"wrote {path.relative_to(HERE.parent.parent)}")
+        finally:
+            await env.shutdown()
+
+
+async def main() -> None:
+    for name, scenario in SCENARIOS.items():
+        await record(name, scenario)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
