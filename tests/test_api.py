@@ -311,6 +311,13 @@ async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
     assert (await http.post("/agents/demo", json=long_run_id)).status_code == 422
     for thread in ("t-big", "t-sur", "t-long"):
         assert (await http.get(f"/threads/{thread}")).status_code == 404
+    wire_id, _ = await pending_thread(http, "t-big-answer")
+    huge = {"results": [{"toolCallId": wire_id, "content": "y" * 3_000_000}]}
+    response = await http.post("/threads/t-big-answer/tool-results", json=huge)
+    assert response.status_code == 413 and "bytes" in response.json()["detail"]["message"]
+    view = (await http.get("/threads/t-big-answer")).json()
+    assert view["status"] == "awaiting_tool_results"
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
 
 
 async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
