@@ -9,6 +9,7 @@ from strands.types.session import SessionMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
 from sessions import open_session, tool_result_block, user_content_blocks
@@ -88,4 +89,5 @@ class ReconcileActivities:
         Raises:
             ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried).
         """
-        return await asyncio.to_thread(self._reconcile, request)
+        async with heartbeating():
+            return await asyncio.to_thread(self._reconcile, request)

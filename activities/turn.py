@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.agui_events import TurnTranslator
+from activities.heartbeat import heartbeating
 from activities.publisher import RunEventPublisher
 from agents import AgentDefinition, get_agent
 from agents.models import build_model
@@ -37,7 +37,6 @@ from sessions.store import count_messages, truncate_messages
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_EVERY = timedelta(seconds=1)
 CANCEL_GRACE = timedelta(seconds=10)
 """How long a cancelled turn may take to reach Strands' next safe stopping point."""
 
@@ -76,24 +75,6 @@ def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
     for message in messages:
         blocks += user_content_blocks(message.content)
     return blocks or None
-
-
-@contextlib.asynccontextmanager
-async def heartbeating() -> AsyncIterator[None]:
-    """Heartbeat in the background: a dead worker is noticed, a cancel request delivered."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _real_tools(definition: AgentDefinition) -> dict[str, AgentTool]:
@@ -149,6 +130,24 @@ class TurnActivities:
                 patch_tool_results(message, results)
                 await asyncio.to_thread(write_back, session, turn.thread_id, message)
 
+    async def _starting_point(self, turn: TurnInput) -> int:
+        """The turn's starting point in the session, after cutting away a partial turn.
+
+        A partial turn on disk (an earlier attempt, or a failed turn) is cut away first, so
+        the session holds this turn once, whatever number of attempts it takes.
+        """
+        sessions_dir = self._settings.sessions_dir
+        start = turn.start_index
+        if start is None:
+            details = activity.info().heartbeat_details
+            if details:
+                start = int(details[0])
+            else:
+                start = await asyncio.to_thread(count_messages, sessions_dir, turn.thread_id)
+                activity.heartbeat(start)
+        await asyncio.to_thread(truncate_messages, sessions_dir, turn.thread_id, start)
+        return start
+
     @activity.defn(name="run_turn")
     async def run_turn(self, turn: TurnInput) -> TurnOutput:
         """Run one agent turn and stream it to the run's topic as AG-UI events.
@@ -195,13 +194,11 @@ class TurnActivities:
             attempt=activity.info().attempt,
         )
         sessions_dir = self._settings.sessions_dir
-        # A partial turn on disk (an earlier attempt, or a failed turn) is cut away first,
-        # so the session holds this turn once, whatever number of attempts it takes.
-        await asyncio.to_thread(truncate_messages, sessions_dir, turn.thread_id, turn.start_index)
+        start = await self._starting_point(turn)
         session = await asyncio.to_thread(open_session, sessions_dir, turn.thread_id)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
-        async with RunEventPublisher(turn.run_id, interval) as events, heartbeating():
+        async with RunEventPublisher(turn.run_id, interval) as events, heartbeating(start):
             if activity.info().attempt > 1:
                 await events.close_previous_attempt(activity.info().attempt)
             if turn.approved:

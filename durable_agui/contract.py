@@ -279,7 +279,7 @@ class ThreadCarry(BaseModel):
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     finished_run_ids: list[str] = Field(default_factory=list)
     turns: int = 0
-    message_count: int = 0
+    message_count: int | None = None
     workflow_runs: int = 1
     run_start_offsets: dict[str, int] = Field(default_factory=dict)
     """Stream offset where each recent run's events start."""
@@ -316,9 +316,12 @@ class TurnInput(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
-    start_index: int = 0
+    start_index: int | None = None
     """How many messages the session held when the thread's last turn ended. More on disk
-    means a failed or retried attempt left a partial turn: it is truncated first."""
+    means a failed or retried attempt left a partial turn: it is truncated first. ``None``
+    (the thread's first turn in this workflow): the activity counts them itself and keeps
+    the count in its heartbeat details for its retries; it never truncates a history it
+    did not see end, such as a session that outlived its workflow."""
 
 
 class TurnOutput(BaseModel):

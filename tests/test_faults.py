@@ -9,12 +9,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+from strands import Agent
+from strands.session.file_session_manager import FileSessionManager
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
+from agents.offline_model import OfflineModel
+from durable_agui.contract import workflow_id_for
 from tests.conftest import Cluster
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
     parse_sse,
+    persisted_messages,
     post_run,
     rebuilt_history,
     run_input,
@@ -238,3 +245,67 @@ async def test_two_workers_two_apis_200_threads_share_one_store(cluster: Cluster
             {"role": "assistant", "content": [{"text": f"confirm_booking -> success: ok {n}"}]},
         ], n
         assert use["input"] == {"n": n}
+
+
+def seed_long_history(cluster: Cluster, thread: str, count: int) -> None:
+    """A session that already holds ``count`` messages, as a long thread's would."""
+    messages: list[Any] = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": [{"text": f"earlier {n}"}]}
+        for n in range(count)
+    ]
+    session = FileSessionManager(session_id=thread, storage_dir=str(cluster.sessions_dir))
+    Agent(
+        model=OfflineModel(),
+        messages=messages,
+        session_manager=session,
+        agent_id="default",
+        callback_handler=None,
+    )
+
+
+async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> None:
+    thread = "f-reconcile"
+    seed_long_history(cluster, thread, 3000)  # reconcile reads it all: a window to kill in
+    cluster.start_worker("a")
+    url = cluster.start_api("api")
+    client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
+    handle = client.get_workflow_handle(workflow_id_for(thread))
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"R1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        answer = asyncio.create_task(
+            http.post(
+                f"/threads/{thread}/tool-results",
+                json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+            )
+        )
+        killed_during_reconcile = False
+        for _ in range(1000):
+            pending = (await handle.describe()).raw_description.pending_activities
+            if any(a.activity_type.name == "reconcile_session" for a in pending):
+                cluster.kill("a")
+                killed_during_reconcile = True
+                break
+            await asyncio.sleep(0.005)
+        assert killed_during_reconcile
+        cluster.start_worker("b")
+        events = parse_sse((await http.get((await answer).json()["eventsUrl"])).text)
+    check_stream(events)
+    assert text_of(events) == "confirm_booking -> success: yes"
+    history = persisted_messages(cluster.sessions_dir, thread)
+    assert len(history) == 3000 + 4
+    assert [m["role"] for m in history[3000:]] == ["user", "assistant", "user", "assistant"]
+    (use,) = tool_uses(history[3001])
+    assert {"role": "user", "content": history[3002]["content"]} == {
+        "role": "user",
+        "content": [
+            {
+                "toolResult": {
+                    "toolUseId": use["toolUseId"],
+                    "status": "success",
+                    "content": [{"text": "yes"}],
+                }
+            }
+        ],
+    }

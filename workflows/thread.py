@@ -76,7 +76,7 @@ assistant message) is ever sent to a thread, so older ids cannot come back."""
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 T = TypeVar("T")
 
-RUN_TURN_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 RECONCILE_TIMEOUT = timedelta(seconds=30)
 
 NO_ANSWER = {
@@ -534,6 +534,7 @@ class AgentThreadWorkflow:
             ),
             result_type=ReconcileOutput,
             start_to_close_timeout=RECONCILE_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=5),
             summary="reconcile "
             + ", ".join(
@@ -653,7 +654,7 @@ class AgentThreadWorkflow:
             ),
             result_type=TurnOutput,
             start_to_close_timeout=RUN_TURN_TIMEOUT,
-            heartbeat_timeout=RUN_TURN_HEARTBEAT_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(
                 maximum_attempts=3, non_retryable_error_types=["UnknownAgent"]
             ),
