@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 
 from fastapi import HTTPException
 from temporalio.client import (
@@ -10,16 +11,25 @@ from temporalio.client import (
     WithStartWorkflowOperation,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+)
 from temporalio.service import RPCError
 
 from api.errors import from_rpc_error, from_update_failure, is_not_found, thread_not_found
 from durable_agui.contract import (
+    AGENT_NAME,
+    PENDING_TOOL_CALLS,
+    THREAD_LAST_ACTIVITY,
+    THREAD_STATUS,
     CancelAccepted,
     RunAccepted,
     RunRequest,
     ThreadInput,
     ThreadState,
+    ThreadStatus,
     ToolResultsAccepted,
     ToolResultsRequest,
     workflow_id_for,
@@ -43,10 +53,21 @@ async def submit_run(
             agent=request.agent,
             answer_timeout_s=settings.answer_timeout_s,
             turns_per_workflow_run=settings.turns_per_workflow_run,
+            search_attributes=settings.search_attributes,
         ),
         id=workflow_id_for(thread_id),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         task_queue=settings.task_queue,
+        search_attributes=TypedSearchAttributes(
+            [
+                SearchAttributePair(THREAD_STATUS, ThreadStatus.IDLE.value),
+                SearchAttributePair(AGENT_NAME, request.agent),
+                SearchAttributePair(PENDING_TOOL_CALLS, 0),
+                SearchAttributePair(THREAD_LAST_ACTIVITY, datetime.now(UTC)),
+            ]
+        )
+        if settings.search_attributes
+        else None,
         static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
     )
     try:

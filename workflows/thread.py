@@ -36,7 +36,11 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import WorkflowStream
 
     from durable_agui.contract import (
+        AGENT_NAME,
+        PENDING_TOOL_CALLS,
         RECENT_RUNS,
+        THREAD_LAST_ACTIVITY,
+        THREAD_STATUS,
         ApprovedCall,
         CancelAccepted,
         ClosedReason,
@@ -131,6 +135,7 @@ class AgentThreadWorkflow:
         self._message_count = carry.message_count
         self._workflow_runs = carry.workflow_runs
         self._run_start_offsets: dict[str, int] = carry.run_start_offsets
+        self._shown_status: tuple[str, int] | None = None
         self._stream = WorkflowStream(prior_state=start.stream_state)
 
     @workflow.run
@@ -235,6 +240,7 @@ class AgentThreadWorkflow:
         if request.frontend_tools is not None:
             self._frontend_tools = request.frontend_tools
         self._queue.append(request.model_copy(update={"user_messages": fresh}))
+        self._show_status()
         return RunAccepted(
             run_id=request.run_id,
             topic=run_topic(request.run_id),
@@ -290,6 +296,7 @@ class AgentThreadWorkflow:
         """Take in answers; when they complete the batch, queue the continuation run."""
         acknowledged = self._already_held(request.results, request.resume)
         accepted = self._take_answers(request.results, request.resume)
+        self._show_status()
         run_id: str | None = None
         if accepted and self._batch_complete():
             run_id = request.run_id
@@ -512,6 +519,7 @@ class AgentThreadWorkflow:
     async def _expire_batch(self) -> None:
         """The deadline passed: close the batch with "no answer" results and write them."""
         self._close_batch(None, ClosedReason.EXPIRED)
+        self._show_status()
         try:
             await self._write_tail([])
         except ActivityError:
@@ -556,9 +564,30 @@ class AgentThreadWorkflow:
         state = self._stream.get_state()
         return state.base_offset + len(state.log)
 
+    def _show_status(self) -> None:
+        """Keep the thread's search attributes current (the audit view in the Temporal UI)."""
+        if not self._start.search_attributes:
+            return
+        status = self._status.value
+        pending = sum(c.result is None for c in self._calls.values()) + sum(
+            i.resolution is None for i in self._interrupts.values()
+        )
+        if self._shown_status == (status, pending):
+            return
+        self._shown_status = (status, pending)
+        workflow.upsert_search_attributes(
+            [
+                THREAD_STATUS.value_set(status),
+                AGENT_NAME.value_set(self._agent),
+                PENDING_TOOL_CALLS.value_set(pending),
+                THREAD_LAST_ACTIVITY.value_set(workflow.now()),
+            ]
+        )
+
     async def _execute(self, run: RunRequest) -> None:
         self._run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
+        self._show_status()
         self._cancel_requested = False
         self._publish(
             run.run_id,
@@ -589,6 +618,7 @@ class AgentThreadWorkflow:
                 self._taken_message_ids.pop(user_message.message_id, None)
         finally:
             self._current_run_id = None
+            self._show_status()
             self._finished_run_ids = [*self._finished_run_ids, run.run_id][-RECENT_RUNS:]
 
     def _finished(self, run_id: str) -> RunFinishedEvent:

@@ -1,0 +1,100 @@
+"""``durable-agui threads`` and ``durable-agui thread ID``: threads as Temporal sees them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from temporalio.client import Client
+
+from api.transcript import to_agui_messages
+from durable_agui.contract import (
+    AGENT_ID,
+    AGENT_NAME,
+    PENDING_TOOL_CALLS,
+    THREAD_LAST_ACTIVITY,
+    THREAD_STATUS,
+    WORKFLOW_ID_PREFIX,
+    ThreadState,
+    workflow_id_for,
+)
+from durable_agui.settings import Settings
+from durable_agui.worker import connect
+from sessions import open_session
+from workflows import AgentThreadWorkflow
+
+
+def visibility_query(status: str | None, agent: str | None) -> str:
+    """The Temporal list filter for running threads, by status and agent."""
+    clauses = ["WorkflowType = 'AgentThreadWorkflow'", "ExecutionStatus = 'Running'"]
+    if status:
+        clauses.append(f"ThreadStatus = '{status}'")
+    if agent:
+        clauses.append(f"AgentName = '{agent}'")
+    return " AND ".join(clauses)
+
+
+async def list_threads(client: Client, status: str | None, agent: str | None) -> list[str]:
+    """One line per thread: id, status, agent, pending calls, last activity (UTC)."""
+    lines = [f"{'THREAD':<32} {'STATUS':<22} {'AGENT':<12} {'PENDING':>7}  LAST ACTIVITY"]
+    async for execution in client.list_workflows(visibility_query(status, agent)):
+        attributes = execution.typed_search_attributes
+        last = attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time
+        lines.append(
+            f"{execution.id.removeprefix(WORKFLOW_ID_PREFIX):<32} "
+            f"{attributes.get(THREAD_STATUS) or '?':<22} "
+            f"{attributes.get(AGENT_NAME) or '?':<12} "
+            f"{attributes.get(PENDING_TOOL_CALLS) or 0:>7}  "
+            f"{last:%Y-%m-%d %H:%M:%S}"
+        )
+    return lines
+
+
+async def show_thread(client: Client, settings: Settings, thread_id: str) -> list[str]:
+    """The thread's state and its persisted transcript (AG-UI messages, wire ids)."""
+    state: ThreadState = await client.get_workflow_handle(workflow_id_for(thread_id)).query(
+        AgentThreadWorkflow.state
+    )
+    session = await asyncio.to_thread(open_session, settings.sessions_dir, thread_id)
+    try:
+        stored = await asyncio.to_thread(session.list_messages, thread_id, AGENT_ID)
+    except Exception:
+        stored = []
+    messages = to_agui_messages(
+        stored,
+        {native: wire for wire, native in state.tool_call_ids.items()},
+        {call.native_id for call in state.pending_tool_calls},
+    )
+    lines = [
+        f"thread    {thread_id}",
+        f"agent     {state.agent}",
+        f"status    {state.status.value}",
+        f"turns     {state.turns}",
+        f"workflow  {settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
+        f"/workflows/{workflow_id_for(thread_id)}",
+    ]
+    for call in state.pending_tool_calls:
+        answered = "answered" if call.result else "waiting"
+        lines.append(
+            f"pending   {call.wire_id} {call.tool_name} {json.dumps(call.args)} ({answered}, expires {call.expires_at:%Y-%m-%d %H:%M})"
+        )
+    for interrupt in state.interrupts:
+        lines.append(
+            f"approval  {interrupt.interrupt_id} {interrupt.tool_name}: {interrupt.message}"
+        )
+    lines.append("transcript")
+    for message in messages:
+        lines.append(f"  {message.model_dump_json(by_alias=True, exclude_none=True)}")
+    return lines
+
+
+async def run_inspect(
+    settings: Settings, thread_id: str | None, status: str | None, agent: str | None
+) -> None:
+    client = await connect(settings)
+    lines = (
+        await show_thread(client, settings, thread_id)
+        if thread_id
+        else await list_threads(client, status, agent)
+    )
+    print("\n".join(lines))
