@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from temporalio.client import Client
 
 from api.limits import BodySizeLimit
 from api.routers import agents, threads
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import connect
+
+STATIC = Path(__file__).parent / "static"
 
 
 def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
@@ -32,6 +36,11 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(agents.router)
     app.include_router(threads.router)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """A page to chat with the agents and answer their frontend tools."""
+        return FileResponse(STATIC / "index.html")
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

@@ -60,6 +60,10 @@ class DevStack:
     def temporal_address(self) -> str:
         return f"127.0.0.1:{self.temporal_port}"
 
+    @property
+    def temporal_ui(self) -> str:
+        return f"http://127.0.0.1:{self.ui_port}"
+
     def start(self, timeout_s: float = 90.0) -> None:
         command = [
             str(BIN / "durable-agui"), "dev",

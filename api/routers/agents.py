@@ -7,8 +7,9 @@ from typing import Any
 from ag_ui.core import RunAgentInput
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
-from agents import get_agent
+from agents import AGENTS, get_agent
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
 from api.limits import check_encodable, check_run_input
 from api.run_input import run_request
@@ -27,6 +28,17 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"description": "Malformed RunAgentInput, threadId, runId or tool."},
     429: {"description": "Too many requests in flight for this thread."},
 }
+
+
+class AgentInfo(BaseModel):
+    name: str
+    description: str
+
+
+@router.get("/agents", response_model=list[AgentInfo])
+async def list_agents() -> list[AgentInfo]:
+    """The agents this server runs (``POST /agents/{name}``)."""
+    return [AgentInfo(name=a.name, description=a.description) for a in AGENTS.values()]
 
 
 @router.post(
