@@ -1,0 +1,148 @@
+// The official AG-UI client (@ag-ui/client 1.x HttpAgent) against a running durable-agui
+// server at AGUI_BASE_URL. Run from tests/test_js_client.py (or: AGUI_BASE_URL=... npm test).
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+
+import { HttpAgent } from "@ag-ui/client";
+
+const BASE = process.env.AGUI_BASE_URL;
+assert.ok(BASE, "set AGUI_BASE_URL to a running durable-agui server");
+
+const CONFIRM_BOOKING = {
+  name: "confirm_booking",
+  description: "Ask the person to confirm a booking.",
+  parameters: { type: "object", properties: { flight: { type: "string" } } },
+};
+const CHOOSE_SEAT = {
+  name: "choose_seat",
+  description: "Let the person pick a seat.",
+  parameters: { type: "object", properties: { row: { type: "number" } } },
+};
+
+// What the app does when the agent calls one of its tools: the tool really runs here.
+const FRONTEND = {
+  confirm_booking: (args) => ({ approved: true, flight: args.flight }),
+  choose_seat: (args) => ({ seat: `${args.row}C` }),
+};
+
+function newAgent(name) {
+  return new HttpAgent({ url: `${BASE}/agents/demo`, threadId: `js-${name}-${randomUUID().slice(0, 6)}` });
+}
+
+function say(agent, text) {
+  agent.addMessage({ id: randomUUID(), role: "user", content: text });
+}
+
+async function run(agent, parameters = {}) {
+  const events = [];
+  await agent.runAgent(parameters, { onEvent: ({ event }) => events.push(event) });
+  const finished = events.at(-1);
+  assert.equal(finished.type, "RUN_FINISHED");
+  return { events, outcome: finished.outcome ?? { type: "success" } };
+}
+
+function lastAssistantText(agent) {
+  return agent.messages.filter((m) => m.role === "assistant" && m.content).at(-1)?.content;
+}
+
+function toolCallIds(messages) {
+  return messages.flatMap((m) => (m.toolCalls ?? []).map((c) => c.id).concat(m.toolCallId ? [m.toolCallId] : []));
+}
+
+async function serverMessages(agent) {
+  const response = await fetch(`${BASE}/threads/${agent.threadId}/messages`);
+  assert.equal(response.status, 200);
+  return (await response.json()).messages;
+}
+
+// Run the app's frontend tools for the pending calls, then run the agent again with results.
+async function answerPendingCalls(agent, pending, answer = (call) => JSON.stringify(FRONTEND[call.function.name](JSON.parse(call.function.arguments)))) {
+  const calls = agent.messages.flatMap((m) => m.toolCalls ?? []).filter((c) => pending.includes(c.id));
+  assert.equal(calls.length, pending.length);
+  for (const call of calls) {
+    const message = { id: randomUUID(), role: "tool", toolCallId: call.id, content: "" };
+    Object.assign(message, typeof answer(call) === "string" ? { content: answer(call) } : answer(call));
+    agent.addMessage(message);
+  }
+  return run(agent, { tools: [CONFIRM_BOOKING, CHOOSE_SEAT] });
+}
+
+test("a plain text reply", async () => {
+  const agent = newAgent("echo");
+  say(agent, "hello from node");
+  await run(agent);
+  assert.equal(lastAssistantText(agent), "echo: hello from node");
+  assert.deepEqual(
+    (await serverMessages(agent)).map((m) => m.role),
+    agent.messages.map((m) => m.role),
+  );
+});
+
+test("the frontend-tool round trip, the tool executed by the app", async () => {
+  const agent = newAgent("trip");
+  say(agent, 'call confirm_booking {"flight":"JS1"}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING] });
+  const pending = first.outcome.pendingToolCallIds;
+  assert.equal(pending.length, 1);
+  await answerPendingCalls(agent, pending);
+  assert.equal(lastAssistantText(agent), 'confirm_booking -> success: {"approved":true,"flight":"JS1"}');
+  assert.deepEqual(agent.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"]);
+  assert.deepEqual(toolCallIds(agent.messages), toolCallIds(await serverMessages(agent)));
+});
+
+test("two parallel frontend calls", async () => {
+  const agent = newAgent("parallel");
+  say(agent, 'call confirm_booking {"flight":"P1"}\ncall choose_seat {"row":7}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING, CHOOSE_SEAT] });
+  assert.equal(first.outcome.pendingToolCallIds.length, 2);
+  await answerPendingCalls(agent, first.outcome.pendingToolCallIds);
+  assert.equal(
+    lastAssistantText(agent),
+    'confirm_booking -> success: {"approved":true,"flight":"P1"}\nchoose_seat -> success: {"seat":"7C"}',
+  );
+  assert.deepEqual(toolCallIds(agent.messages), toolCallIds(await serverMessages(agent)));
+});
+
+test("a denial reaches the model as sent", async () => {
+  const agent = newAgent("deny");
+  say(agent, 'call confirm_booking {"flight":"D1"}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING] });
+  await answerPendingCalls(agent, first.outcome.pendingToolCallIds, () => '{"approved": false}');
+  assert.equal(lastAssistantText(agent), 'confirm_booking -> success: {"approved": false}');
+});
+
+test("an error result keeps its text", async () => {
+  const agent = newAgent("error");
+  say(agent, 'call confirm_booking {"flight":"E1"}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING] });
+  await answerPendingCalls(agent, first.outcome.pendingToolCallIds, () => ({ content: "", error: "card declined" }));
+  assert.equal(lastAssistantText(agent), "confirm_booking -> error: card declined");
+  const tool = (await serverMessages(agent)).find((m) => m.role === "tool");
+  assert.equal(tool.error, "card declined");
+});
+
+test("an approval interrupt resolved with resume", async () => {
+  const agent = newAgent("approve");
+  say(agent, 'call cancel_booking {"booking":"BK-J"}');
+  const first = await run(agent);
+  assert.equal(first.outcome.type, "interrupt");
+  const [interrupt] = first.outcome.interrupts;
+  assert.equal(interrupt.reason, "tool_approval");
+  const second = await run(agent, {
+    resume: [{ interruptId: interrupt.id, status: "resolved", payload: { note: "from node" } }],
+  });
+  const result = second.events.find((e) => e.type === "TOOL_CALL_RESULT");
+  assert.deepEqual(JSON.parse(result.content), { cancelled: "BK-J", note: "from node" });
+  assert.match(lastAssistantText(agent), /^cancel_booking -> success: /);
+  assert.deepEqual(toolCallIds(agent.messages), toolCallIds(await serverMessages(agent)));
+});
+
+test("an approval interrupt cancelled with resume", async () => {
+  const agent = newAgent("cancel");
+  say(agent, 'call cancel_booking {"booking":"BK-K"}');
+  const first = await run(agent);
+  const [interrupt] = first.outcome.interrupts;
+  await run(agent, { resume: [{ interruptId: interrupt.id, status: "cancelled" }] });
+  assert.equal(lastAssistantText(agent), "cancel_booking -> error: The person declined this action; it was not run.");
+});
