@@ -1,0 +1,80 @@
+"""The deployment files, checked without a Docker engine: structure, pins, health checks,
+the settings the app reads, and the Dockerfile installing the way the README does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from durable_agui.contract import SEARCH_ATTRIBUTES
+from durable_agui.settings import Settings
+
+ROOT = Path(__file__).parent.parent
+COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES: dict[str, Any] = COMPOSE["services"]
+
+
+def test_compose_has_the_production_shape() -> None:
+    assert set(SERVICES) == {
+        "postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "worker", "api",
+    }  # fmt: skip
+    assert SERVICES["temporal"]["environment"]["DB"] == "postgres12"
+    assert SERVICES["api"]["build"] == SERVICES["worker"]["build"] == "."
+    assert SERVICES["worker"]["command"] == ["durable-agui", "worker"]
+    assert SERVICES["api"]["command"] == ["durable-agui", "api"]
+    assert set(COMPOSE["volumes"]) == {"postgres", "sessions"}
+    # The API and the worker share the session store.
+    assert SERVICES["api"]["volumes"] == SERVICES["worker"]["volumes"] == ["sessions:/data"]
+
+
+def test_every_image_is_pinned() -> None:
+    for name, service in SERVICES.items():
+        image = service["image"]
+        repository, _, tag = image.rpartition(":")
+        assert repository and tag and tag != "latest", (name, image)
+        assert re.search(r"\d", tag), (name, image)
+
+
+def test_long_running_services_have_health_checks_and_start_in_order() -> None:
+    for name in ("postgresql", "temporal", "temporal-ui", "worker", "api"):
+        assert SERVICES[name]["healthcheck"]["test"], name
+    assert (
+        SERVICES["temporal"]["depends_on"]["temporal-schema"]["condition"]
+        == "service_completed_successfully"
+    )
+    for app in ("api", "worker"):
+        assert (
+            SERVICES[app]["depends_on"]["temporal-setup"]["condition"]
+            == "service_completed_successfully"
+        )
+
+
+def test_the_app_environment_names_real_settings() -> None:
+    fields = {f"DURABLE_AGUI_{name.upper()}" for name in Settings.model_fields}
+    for app in ("api", "worker"):
+        environment = SERVICES[app]["environment"]
+        assert set(environment) <= fields, set(environment) - fields
+        assert environment["DURABLE_AGUI_TEMPORAL_ADDRESS"] == "temporal:7233"
+        assert environment["DURABLE_AGUI_DATA_DIR"] == "/data"
+
+
+def test_the_search_attributes_are_registered_at_start() -> None:
+    setup = (ROOT / "deploy" / "temporal-setup.sh").read_text()
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        assert f"{name}={kind}" in setup
+    assert SERVICES["temporal-setup"]["entrypoint"] == ["/bin/sh", "/deploy/temporal-setup.sh"]
+
+
+def test_the_dockerfile_installs_as_the_readme_says() -> None:
+    readme = (ROOT / "README.md").read_text()
+    run_command = re.search(r"python3 -m venv \.venv && \.venv/bin/pip install -e \. && ", readme)
+    assert run_command, "the README's run command changed; keep the Dockerfile in step"
+    install = run_command.group(0).removesuffix(" && ")
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert f"RUN {install}\n" in dockerfile
+    packages = re.findall(r'"(\w+)\*"', (ROOT / "pyproject.toml").read_text())
+    for package in packages:
+        assert f"COPY {package} ./{package}" in dockerfile, package
