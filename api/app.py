@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from temporalio.client import Client
 
+from api.auth import check_auth_settings
 from api.limits import BodySizeLimit
 from api.routers import agents, threads
 from durable_agui.settings import Settings, get_settings
@@ -21,6 +22,7 @@ STATIC = Path(__file__).parent / "static"
 def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
     """Build the app; it connects to Temporal on startup unless ``client`` is given."""
     settings = settings or get_settings()
+    check_auth_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

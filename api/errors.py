@@ -22,6 +22,7 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.MESSAGE_ID_REUSED: 409,
     ErrorType.AGENT_MISMATCH: 409,
     ErrorType.UNKNOWN_AGENT: 404,
+    ErrorType.THREAD_NOT_FOUND: 404,
 }
 
 

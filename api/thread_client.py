@@ -51,6 +51,7 @@ async def submit_run(
         ThreadInput(
             thread_id=thread_id,
             agent=request.agent,
+            owner=request.principal,
             answer_timeout_s=settings.answer_timeout_s,
             turns_per_workflow_run=settings.turns_per_workflow_run,
             search_attributes=settings.search_attributes,
@@ -113,6 +114,14 @@ async def cancel_run(client: Client, thread_id: str) -> CancelAccepted:
         if is_not_found(err):
             raise thread_not_found(thread_id) from err
         raise
+
+
+async def owned_thread_state(client: Client, thread_id: str, principal: str) -> ThreadState:
+    """The thread's bookkeeping; 404 for an unknown thread or one ``principal`` does not own."""
+    state = await thread_state(client, thread_id)
+    if state.owner != principal:
+        raise thread_not_found(thread_id)
+    return state
 
 
 async def thread_state(client: Client, thread_id: str) -> ThreadState:

@@ -6,14 +6,18 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import uvicorn
+from temporalio.service import RPCError
 
 from api.app import create_app
+from api.auth import check_auth_settings
 from durable_agui.devserver import DevServer
 from durable_agui.inspect import run_inspect
 from durable_agui.settings import Settings
@@ -30,6 +34,8 @@ class _EmbeddedServer(uvicorn.Server):
 
 async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> None:
     """Run the worker and/or the API until SIGINT or SIGTERM, then stop both cleanly."""
+    if with_api:
+        check_auth_settings(settings)
     client = await connect(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -163,8 +169,23 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    if args.command in ("threads", "thread"):
+        code = 0
+        try:
+            args.run(args)
+        except RPCError as err:
+            print(f"durable-agui {args.command}: {err.message}", file=sys.stderr)
+            code = 1
+        # Short commands end here: leaving the Temporal client's native threads to
+        # interpreter shutdown can abort the process (PyGILState_Release while finalizing).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     with contextlib.suppress(KeyboardInterrupt):
-        args.run(args)
+        try:
+            args.run(args)
+        except RuntimeError as err:  # a setting that must not start (for example auth)
+            raise SystemExit(f"durable-agui {args.command}: {err}") from None
 
 
 if __name__ == "__main__":

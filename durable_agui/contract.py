@@ -74,6 +74,7 @@ class ErrorType(StrEnum):
     MESSAGE_ID_REUSED = "MessageIdReused"
     NO_RUN_IN_PROGRESS = "NoRunInProgress"
     AGENT_MISMATCH = "ThreadAgentMismatch"
+    THREAD_NOT_FOUND = "ThreadNotFound"
     UNKNOWN_AGENT = "UnknownAgent"
 
 
@@ -147,6 +148,8 @@ class RunRequest(BaseModel):
 
     run_id: str
     agent: str
+    principal: str = "anonymous"
+    """Who sends the run; only the thread's owner may."""
     user_messages: list[UserInput] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
@@ -174,6 +177,7 @@ class ToolResultsRequest(BaseModel):
     """
 
     run_id: str
+    principal: str = "anonymous"
     results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
 
@@ -261,6 +265,7 @@ class ThreadState(BaseModel):
 
     thread_id: str
     agent: str
+    owner: str
     status: ThreadStatus
     current_run_id: str | None
     queued_run_ids: list[str]
@@ -313,6 +318,8 @@ class ThreadInput(BaseModel):
 
     thread_id: str
     agent: str
+    owner: str = "anonymous"
+    """The principal that created the thread; nobody else may read or answer it."""
     answer_timeout_s: float = 24 * 3600
     turns_per_workflow_run: int = 100
     search_attributes: bool = False

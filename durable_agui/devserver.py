@@ -52,18 +52,7 @@ def _die_with_parent() -> None:
 
 
 PR_SET_PDEATHSIG = 1
-
-
-def wait_for_port(host: str, port: int, timeout_s: float) -> None:
-    """Block until ``host:port`` accepts TCP connections; raises ``TimeoutError``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            sock.settimeout(0.5)
-            if sock.connect_ex((host, port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
+START_ATTEMPTS = 3
 
 
 class DevServer:
@@ -124,19 +113,33 @@ class DevServer:
                     "ports with --temporal-port / --ui-port."
                 )
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives with the process
-        self._process = subprocess.Popen(
-            self.command(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            wait_for_port(self.host, self.port, timeout_s)
-        except TimeoutError:
-            self.stop()
-            raise
+        # The server also opens internal ports of its own choosing; one taken by another
+        # process in the meantime makes it exit at once. Such a start is tried again.
+        for attempt in range(1, START_ATTEMPTS + 1):
+            log = open(self.data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives with the process
+            self._process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                if port_in_use(self.host, self.port):
+                    return
+                if self._process.poll() is not None:
+                    break
+                time.sleep(0.1)
+            else:
+                self.stop()
+                raise TimeoutError(
+                    f"the dev server did not answer on {self.address} in {timeout_s:.0f} s"
+                )
+            if attempt == START_ATTEMPTS:
+                raise RuntimeError(
+                    f"the dev server exited at start {attempt} times; see {self.data_dir / 'temporal.log'}"
+                )
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout_s``)."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -36,6 +38,19 @@ class Settings(BaseSettings):
 
     api_host: str = "127.0.0.1"
     api_port: int = 8000
+
+    auth: Literal["none", "api_key", "jwt"] = "none"
+    """``none`` only on a loopback ``api_host``; ``api_key``: ``Authorization: Bearer <key>``
+    (or ``X-API-Key``); ``jwt``: bearer JWTs, principal = ``sub``."""
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    """API key -> principal name, as JSON: ``DURABLE_AGUI_API_KEYS='{"k3y": "alice"}'``."""
+    jwt_key: str | None = None
+    """Shared secret (HS*) or PEM public key (RS*/ES*) that signs the JWTs."""
+    jwt_jwks_url: str | None = None
+    """Where to fetch the signing keys instead (a JWKS document), cached for 5 minutes."""
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
 
     max_request_bytes: int = 1_000_000
     """Largest request body the API takes (413 above). A run's new input travels through

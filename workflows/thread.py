@@ -220,6 +220,7 @@ class AgentThreadWorkflow:
         return ThreadState(
             thread_id=self._thread_id,
             agent=self._agent,
+            owner=self._start.owner,
             status=self._status,
             current_run_id=self._current_run_id,
             queued_run_ids=[run.run_id for run in self._queue],
@@ -248,8 +249,16 @@ class AgentThreadWorkflow:
             acknowledged_tool_call_ids=acknowledged,
         )
 
+    def _check_owner(self, principal: str) -> None:
+        if principal != self._start.owner:
+            # Exactly what a thread that does not exist answers: nothing leaks.
+            raise ApplicationError(
+                f"no thread {self._thread_id!r}", type=ErrorType.THREAD_NOT_FOUND
+            )
+
     @submit_run.validator
     def _validate_run(self, request: RunRequest) -> None:
+        self._check_owner(request.principal)
         if request.agent != self._agent:
             raise ApplicationError(
                 f"thread {self._thread_id!r} belongs to agent {self._agent!r}, "
@@ -311,6 +320,7 @@ class AgentThreadWorkflow:
 
     @submit_tool_results.validator
     def _validate_tool_results(self, request: ToolResultsRequest) -> None:
+        self._check_owner(request.principal)
         if not request.results and not request.resume:
             raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
         self._check_answers(request.results, request.resume)

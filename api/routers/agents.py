@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from agents import AGENTS, get_agent
+from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
 from api.limits import check_encodable, check_run_input
 from api.run_input import run_request
@@ -36,7 +37,7 @@ class AgentInfo(BaseModel):
 
 
 @router.get("/agents", response_model=list[AgentInfo])
-async def list_agents() -> list[AgentInfo]:
+async def list_agents(principal: PrincipalDep) -> list[AgentInfo]:
     """The agents this server runs (``POST /agents/{name}``)."""
     return [AgentInfo(name=a.name, description=a.description) for a in AGENTS.values()]
 
@@ -50,7 +51,11 @@ async def list_agents() -> list[AgentInfo]:
     },
 )
 async def run_agent(
-    agent: str, run_input: RunAgentInput, client: TemporalDep, settings: SettingsDep
+    agent: str,
+    run_input: RunAgentInput,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
 ) -> StreamingResponse:
     """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
 
@@ -67,7 +72,7 @@ async def run_agent(
         )
     thread_id = valid_thread_id(run_input.thread_id)
     check_run_input(run_input, definition)
-    request = run_request(agent, run_input)
+    request = run_request(agent, run_input).model_copy(update={"principal": principal})
     check_encodable(request)
     accepted = await submit_run(client, settings, thread_id, request)
     return sse_response(run_event_frames(client, settings, thread_id, accepted.run_id))

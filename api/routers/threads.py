@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Path
 from fastapi.responses import StreamingResponse
 from strands.types.session import SessionMessage
 
+from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from api.limits import check_encodable
 from api.models import (
@@ -23,7 +24,7 @@ from api.models import (
 )
 from api.run_input import content_json
 from api.streaming import run_event_frames, sse_response
-from api.thread_client import cancel_run, submit_tool_results, thread_state
+from api.thread_client import cancel_run, owned_thread_state, submit_tool_results
 from api.transcript import to_agui_messages
 from durable_agui.contract import (
     AGENT_ID,
@@ -41,11 +42,11 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thr
 
 @router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
 async def get_thread(
-    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadView:
     """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
     ``awaiting_approval``), its pending frontend calls and its open approval interrupts."""
-    state = await thread_state(client, thread_id)
+    state = await owned_thread_state(client, thread_id, principal)
     workflow_id = workflow_id_for(thread_id)
     return ThreadView(
         thread_id=thread_id,
@@ -88,10 +89,10 @@ async def get_thread(
 
 @router.get("/{threadId}/messages", response_model=ThreadMessages, responses=_NOT_FOUND)
 async def get_messages(
-    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadMessages:
     """The persisted history as AG-UI messages; tool call ids are wire ids."""
-    state = await thread_state(client, thread_id)
+    state = await owned_thread_state(client, thread_id, principal)
 
     def read() -> list[SessionMessage]:
         session = open_session(settings.sessions_dir, thread_id)
@@ -118,15 +119,17 @@ async def get_messages(
     },
 )
 async def post_tool_results(
-    thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep
+    thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep, principal: PrincipalDep
 ) -> ToolResultsOut:
     """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
 
     When the answers complete the batch, the thread continues in a new run whose events are
     at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
     """
+    await owned_thread_state(client, thread_id, principal)
     request = ToolResultsRequest(
         run_id=f"rest-{uuid.uuid4().hex}",
+        principal=principal,
         results=[
             ToolResult(tool_call_id=r.tool_call_id, content=content_json(r.content), error=r.error)
             for r in body.results
@@ -159,6 +162,7 @@ async def get_run_events(
     run_id: Annotated[str, Path(alias="runId")],
     client: TemporalDep,
     settings: SettingsDep,
+    principal: PrincipalDep,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """A run's events (again), from the start or after ``Last-Event-ID``.
@@ -168,7 +172,7 @@ async def get_run_events(
     stream ends after what is retained (at once, if the client already saw the end).
     404 for a run this thread does not know (or no longer remembers).
     """
-    state = await thread_state(client, thread_id)
+    state = await owned_thread_state(client, thread_id, principal)
     finished = run_id in state.finished_run_ids
     if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
         raise HTTPException(
@@ -186,12 +190,15 @@ async def get_run_events(
     response_model=CancelOut,
     responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
 )
-async def post_cancel(thread_id: ThreadIdDep, client: TemporalDep) -> CancelOut:
+async def post_cancel(
+    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
+) -> CancelOut:
     """Stop the thread's run in progress.
 
     The turn stops at the agent's next safe point (the history stays valid) and the run's
     stream ends with ``RUN_FINISHED`` outcome ``cancelled``. Frontend calls or approvals
     that turn had emitted are closed with an explicit "cancelled" result.
     """
+    await owned_thread_state(client, thread_id, principal)
     accepted = await cancel_run(client, thread_id)
     return CancelOut(run_id=accepted.run_id)
