@@ -18,6 +18,8 @@ from pydantic_core import PydanticSerializationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents import AgentDefinition
+from durable_agui.contract import ToolResult
+from durable_agui.settings import Settings
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Tool names every model provider accepts (the strictest common rule, e.g. Bedrock's)."""
@@ -27,6 +29,38 @@ MAX_RUN_ID = 256
 
 def unprocessable(error_type: str, message: str) -> HTTPException:
     return HTTPException(status_code=422, detail={"type": error_type, "message": message})
+
+
+def too_large(message: str) -> HTTPException:
+    return HTTPException(status_code=413, detail={"type": "RequestTooLarge", "message": message})
+
+
+def check_counts(run_input: RunAgentInput, settings: Settings) -> None:
+    """Refuse (413) a run with more messages or tools than the configured limits."""
+    if len(run_input.messages) > settings.max_messages_per_run:
+        raise too_large(
+            f"{len(run_input.messages)} messages; a run may carry {settings.max_messages_per_run}"
+        )
+    if len(run_input.tools or []) > settings.max_tools_per_run:
+        raise too_large(
+            f"{len(run_input.tools or [])} tools; a run may declare {settings.max_tools_per_run}"
+        )
+
+
+def check_tool_results(results: list[ToolResult], settings: Settings) -> None:
+    """Refuse (413) a tool result over ``max_tool_result_bytes``, naming its call."""
+    for result in results:
+        size = len(
+            json.dumps([result.content, result.error], ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
+        if size > settings.max_tool_result_bytes:
+            raise too_large(
+                f"the result for tool call {result.tool_call_id!r} is {size} bytes; the limit is "
+                f"{settings.max_tool_result_bytes} (large results belong in a store the tool "
+                "shares with the agent, not in the thread)"
+            )
 
 
 def check_run_input(run_input: RunAgentInput, agent: AgentDefinition) -> None:

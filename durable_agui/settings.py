@@ -56,6 +56,13 @@ class Settings(BaseSettings):
     """Largest request body the API takes (413 above). A run's new input travels through
     Temporal history, whose payloads must stay under about 2 MB."""
 
+    max_messages_per_run: int = 1000
+    """Messages one RunAgentInput may carry (its whole transcript); 413 above."""
+    max_tools_per_run: int = 128
+    """Frontend tools one run may declare; 413 above."""
+    max_tool_result_bytes: int = 262_144
+    """Largest single tool result (UTF-8 bytes of its content and error); 413 above."""
+
     answer_timeout_s: float = 24 * 3600
     """How long a frontend call or approval waits for its answer before it is closed with an
     explicit "no answer" result (seconds). Applies to threads started afterwards."""

@@ -369,3 +369,24 @@ async def test_images_nested_content_and_datetimes_survive_the_round_trip(
     listed = (await http.get("/threads/t-data-2/messages")).json()["messages"]
     tool = next(m for m in listed if m["role"] == "tool")
     assert tool["content"] == [{"type": "text", "text": nested}, image]
+
+
+async def test_run_limits_refuse_with_413_and_store_nothing(http: httpx.AsyncClient) -> None:
+    many = [{"id": f"u{n}", "role": "user", "content": "x"} for n in range(1001)]
+    response = await http.post("/agents/demo", json=run_input("t-limits", "r1", many, []))
+    assert response.status_code == 413 and "1001 messages" in response.json()["detail"]["message"]
+    tools = [{"name": f"tool_{n}", "description": "t"} for n in range(129)]
+    body = run_input("t-limits", "r1", many[:1], [])
+    body["tools"] = tools
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 413 and "129 tools" in response.json()["detail"]["message"]
+    assert (await http.get("/threads/t-limits")).status_code == 404
+
+    wire_id, user = await pending_thread(http, "t-limits-2")
+    big = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "z" * 300_000}
+    status, body_413 = await post_run(
+        http, "demo", run_input("t-limits-2", "r2", [user, big], [CONFIRM_BOOKING])
+    )
+    assert status == 413 and wire_id in body_413[0]["detail"]["message"]
+    view = (await http.get("/threads/t-limits-2")).json()
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from agents import AGENTS, get_agent
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
-from api.limits import check_encodable, check_run_input
+from api.limits import check_counts, check_encodable, check_run_input, check_tool_results
 from api.run_input import run_request
 from api.streaming import run_event_frames, sse_response
 from api.thread_client import submit_run
@@ -71,8 +71,10 @@ async def run_agent(
             status_code=404, detail={"type": "UnknownAgent", "message": f"no agent {agent!r}"}
         )
     thread_id = valid_thread_id(run_input.thread_id)
+    check_counts(run_input, settings)
     check_run_input(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
+    check_tool_results(request.tool_results, settings)
     check_encodable(request)
     accepted = await submit_run(client, settings, thread_id, request)
     return sse_response(run_event_frames(client, settings, thread_id, accepted.run_id))

@@ -12,7 +12,7 @@ from strands.types.session import SessionMessage
 
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from api.limits import check_encodable
+from api.limits import check_encodable, check_tool_results
 from api.models import (
     CancelOut,
     InterruptView,
@@ -119,7 +119,11 @@ async def get_messages(
     },
 )
 async def post_tool_results(
-    thread_id: ThreadIdDep, body: ToolResultsIn, client: TemporalDep, principal: PrincipalDep
+    thread_id: ThreadIdDep,
+    body: ToolResultsIn,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
 ) -> ToolResultsOut:
     """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
 
@@ -139,6 +143,7 @@ async def post_tool_results(
             for r in body.resume
         ],
     )
+    check_tool_results(request.results, settings)
     check_encodable(request)
     accepted = await submit_tool_results(client, thread_id, request)
     return ToolResultsOut(
