@@ -7,12 +7,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from temporalio.client import Client
 
 from api.auth import check_auth_settings
 from api.limits import BodySizeLimit
-from api.routers import agents, threads
+from api.routers import agents, codec, threads
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import connect
 
@@ -38,6 +39,15 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(agents.router)
     app.include_router(threads.router)
+    app.include_router(codec.router)
+    # The Temporal UI calls /codec from the browser.
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=[settings.temporal_ui_url.rstrip("/")],
+        allow_methods=["POST"],
+        allow_headers=["content-type", "x-namespace", "authorization"],
+        allow_credentials=True,
+    )
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -92,7 +92,13 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _dev(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    server = DevServer(settings.data_dir, port=args.temporal_port, ui_port=args.ui_port)
+    codec = f"http://{settings.api_host}:{settings.api_port}/codec"
+    server = DevServer(
+        settings.data_dir,
+        port=args.temporal_port,
+        ui_port=args.ui_port,
+        codec_endpoint=codec if settings.payload_encryption_key else None,
+    )
     settings = settings.model_copy(
         update={"temporal_address": server.address, "temporal_ui_url": server.ui_url}
     )

@@ -63,8 +63,15 @@ class DevServer:
     """
 
     def __init__(
-        self, data_dir: Path, *, host: str = "127.0.0.1", port: int = 7233, ui_port: int = 8233
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 7233,
+        ui_port: int = 8233,
+        codec_endpoint: str | None = None,
     ) -> None:
+        self.codec_endpoint = codec_endpoint
         self.data_dir = data_dir
         self.host = host
         self.port = port
@@ -94,6 +101,7 @@ class DevServer:
             *(arg for name, kind in SEARCH_ATTRIBUTES.items()
               for arg in ("--search-attribute", f"{name}={kind}")),
             "--ui-disable-news-fetch",
+            *(("--ui-codec-endpoint", self.codec_endpoint) if self.codec_endpoint else ()),
             "--log-level", "error",
         ]  # fmt: skip
 

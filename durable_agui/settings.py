@@ -76,6 +76,11 @@ class Settings(BaseSettings):
     attributes current. ``durable-agui dev`` registers them; on another server register
     them first (``temporal operator search-attribute create``) or set this to false."""
 
+    payload_encryption_key: str | None = None
+    """Base64 of 32 random bytes (``python -c "from durable_agui.codec import new_key;
+    print(new_key())"``): Temporal then stores every payload encrypted (AES-256-GCM), and
+    the API serves ``/codec`` for the Temporal UI. Workers and API need the same key."""
+
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
 

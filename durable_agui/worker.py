@@ -5,20 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from activities import ReconcileActivities, TurnActivities
+from durable_agui.codec import data_converter_for
 from durable_agui.settings import Settings
 from workflows import AgentThreadWorkflow
 
 
 async def connect(settings: Settings) -> Client:
-    """A Temporal client with the pydantic data converter (the same on every side)."""
+    """A Temporal client with the pydantic data converter (and the encryption codec when a
+    key is configured): the same on every side."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter_for(settings),
     )
 
 

@@ -1,0 +1,83 @@
+"""Payload encryption: Temporal stores ciphertext; the codec endpoint decodes for the UI."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
+from temporalio.client import Client
+
+from durable_agui.codec import new_key
+from tests.conftest import DevStack
+from tests.support import parse_sse, run_input, text_of
+
+SECRET = "my passport number is X1234567"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    folder = tmp_path_factory.mktemp("encrypted")
+    running = DevStack(
+        folder / "data", folder / "dev.log", env={"DURABLE_AGUI_PAYLOAD_ENCRYPTION_KEY": new_key()}
+    )
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+async def test_history_on_the_server_is_ciphertext_and_the_ui_path_decodes(stack: DevStack) -> None:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        user = {"id": "u1", "role": "user", "content": SECRET}
+        response = await http.post("/agents/demo", json=run_input("enc", "r1", [user], []))
+        assert text_of(parse_sse(response.text)) == f"echo: {SECRET}"
+
+        # A client without the key sees only ciphertext in the stored history.
+        raw = await Client.connect(stack.temporal_address)
+        history = await raw.get_workflow_handle("agui-thread-enc").fetch_history()
+        payloads = []
+        for event in history.events:
+            if event.HasField("workflow_execution_update_accepted_event_attributes"):
+                payloads += event.workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads
+            if event.HasField("workflow_execution_started_event_attributes"):
+                payloads += event.workflow_execution_started_event_attributes.input.payloads
+            if event.HasField("workflow_execution_signaled_event_attributes"):
+                payloads += event.workflow_execution_signaled_event_attributes.input.payloads
+        assert len(payloads) >= 3
+        assert all(p.metadata["encoding"] == b"binary/encrypted" for p in payloads)
+        assert all(SECRET.encode() not in p.SerializeToString() for p in payloads)
+
+        # The Temporal UI's codec call (browser CORS preflight included) decodes them.
+        ui = {"Origin": stack.temporal_ui}
+        preflight = await http.options(
+            "/codec/decode",
+            headers={
+                **ui,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type,x-namespace",
+            },
+        )
+        assert preflight.headers["access-control-allow-origin"] == stack.temporal_ui
+        body = json_format.MessageToJson(Payloads(payloads=payloads))
+        decoded = await http.post(
+            "/codec/decode",
+            content=body,
+            headers={**ui, "content-type": "application/json", "X-Namespace": "default"},
+        )
+        assert decoded.status_code == 200
+        plain = [base64.b64decode(p["data"]) for p in json.loads(decoded.text)["payloads"]]
+        assert any(SECRET.encode() in data for data in plain)
+        assert all(
+            p["metadata"]["encoding"] != base64.b64encode(b"binary/encrypted").decode()
+            for p in json.loads(decoded.text)["payloads"]
+        )
+
+        # Everything still works for clients of the API.
+        listed = (await http.get("/threads/enc/messages")).json()["messages"]
+        assert listed[0]["content"] == SECRET
