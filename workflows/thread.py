@@ -701,7 +701,7 @@ class AgentThreadWorkflow:
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             summary=f"turn of run {run.run_id}"
             + ("" if user_messages else " (continuation)")
-            + "".join(f", run approved {a.tool_name} {a.wire_id}" for a in approved),
+            + "".join(f", run approved {a.tool_name} {a.wire_id}={a.native_id}" for a in approved),
         )
         try:
             output = await self._turn_activity
