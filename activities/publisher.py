@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from datetime import timedelta
 from types import TracebackType
+from typing import Any
 
 from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndEvent
 from temporalio import activity
@@ -14,9 +16,24 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from durable_agui.contract import WORKFLOW_ID_PREFIX, event_to_wire, run_topic
 from durable_agui.event_log import read_run_events
 
+MAX_SIGNAL_BYTES = 256_000
+"""Most event bytes one publish signal carries (Temporal refuses payloads over ~2 MB)."""
+MAX_DELTA_CHARS = 32_000
+"""Longest text delta one TEXT_MESSAGE_CONTENT event carries."""
+
+
+def _size(event: dict[str, Any]) -> int:
+    if event["type"] == "TEXT_MESSAGE_CONTENT":
+        return len(event["delta"].encode()) + 100
+    return len(json.dumps(event, ensure_ascii=False).encode())
+
 
 class RunEventPublisher:
-    """Buffers events and flushes them as one signal per ``interval`` (or at once on request).
+    """Buffers events and flushes them every ``interval`` (or at once on request).
+
+    Consecutive text deltas of one message are merged while they wait, so a model that
+    streams token by token costs one event per flush, not one per token; a flush is split
+    into signals of at most ``MAX_SIGNAL_BYTES``.
 
     Wraps ``WorkflowStreamClient`` (publisher dedup, retries) but drives its public
     ``flush()`` itself instead of entering the client's context manager: on Python 3.11 that
@@ -32,6 +49,9 @@ class RunEventPublisher:
         self._wake = asyncio.Event()
         self._stopping = False
         self._flusher: asyncio.Task[None] | None = None
+        self._pending: list[dict[str, Any]] = []
+        self._pending_bytes = 0
+        self._flush_lock = asyncio.Lock()
 
     async def close_previous_attempt(self, attempt: int) -> None:
         """Close what an earlier attempt of this turn left open in the run's stream.
@@ -63,9 +83,44 @@ class RunEventPublisher:
         self.publish(CustomEvent(name="turn_retried", value={"attempt": attempt}), flush_now=True)
 
     def publish(self, event: BaseEvent, *, flush_now: bool = False) -> None:
-        self._topic.publish(event_to_wire(event))
-        if flush_now:
+        wire = event_to_wire(event)
+        if wire["type"] == "TEXT_MESSAGE_CONTENT":
+            self._add_text(wire)
+        else:
+            self._pending.append(wire)
+            self._pending_bytes += _size(wire)
+        if flush_now or self._pending_bytes >= MAX_SIGNAL_BYTES:
             self._wake.set()
+
+    def _add_text(self, wire: dict[str, Any]) -> None:
+        delta: str = wire["delta"]
+        last = self._pending[-1] if self._pending else None
+        if (
+            last is not None
+            and last["type"] == "TEXT_MESSAGE_CONTENT"
+            and last["messageId"] == wire["messageId"]
+            and len(last["delta"]) + len(delta) <= MAX_DELTA_CHARS
+        ):
+            last["delta"] += delta
+            self._pending_bytes += len(delta.encode())
+            return
+        for start in range(0, len(delta), MAX_DELTA_CHARS):
+            part = {**wire, "delta": delta[start : start + MAX_DELTA_CHARS]}
+            self._pending.append(part)
+            self._pending_bytes += _size(part)
+
+    async def _flush(self) -> None:
+        """Send what waits, in signals of at most ``MAX_SIGNAL_BYTES``."""
+        async with self._flush_lock:
+            batch, self._pending, self._pending_bytes = self._pending, [], 0
+            size = 0
+            for wire in batch:
+                if size and size + _size(wire) > MAX_SIGNAL_BYTES:
+                    await self._stream.flush()
+                    size = 0
+                self._topic.publish(wire)
+                size += _size(wire)
+            await self._stream.flush()
 
     async def _flush_periodically(self) -> None:
         while not self._stopping:
@@ -76,7 +131,7 @@ class RunEventPublisher:
                 with contextlib.suppress(asyncio.CancelledError):
                     await waker
             self._wake.clear()
-            await self._stream.flush()
+            await self._flush()
 
     async def __aenter__(self) -> RunEventPublisher:
         self._flusher = asyncio.create_task(self._flush_periodically())
@@ -92,4 +147,4 @@ class RunEventPublisher:
         self._wake.set()
         if self._flusher is not None:
             await self._flusher
-        await self._stream.flush()
+        await self._flush()

@@ -111,20 +111,25 @@ class BodySizeLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(send)
             return
+        # Read the whole body first (it is small by definition), so a chunked body over the
+        # limit is refused here with 413 rather than failing inside the route's parsing.
+        chunks: list[Message] = []
         received = 0
-
-        async def counted() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
+            chunks.append(message)
             received += len(message.get("body", b""))
             if received > self.max_bytes:
-                raise _TooLarge()
-            return message
+                await self._refuse(send)
+                return
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        replay = iter(chunks)
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replayed() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, replayed, send)
 
     async def _refuse(self, send: Send) -> None:
         body: dict[str, Any] = {
@@ -141,8 +146,6 @@ class BodySizeLimit:
                 "headers": [(b"content-type", b"application/json")],
             }
         )
-        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
-
-
-class _TooLarge(Exception):
-    pass
+        await send(
+            {"type": "http.response.body", "body": json.dumps(body, separators=(",", ":")).encode()}
+        )

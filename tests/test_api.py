@@ -298,6 +298,16 @@ async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
     big = {"id": "u1", "role": "user", "content": "x" * 3_000_000}
     response = await http.post("/agents/demo", json=run_input("t-big", "r1", [big], []))
     assert response.status_code == 413 and response.json()["detail"]["type"] == "RequestTooLarge"
+
+    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: the size shows as it comes
+        body = json.dumps(run_input("t-big", "r1", [big], [])).encode()
+        for start in range(0, len(body), 65_536):
+            yield body[start : start + 65_536]
+
+    response = await http.post(
+        "/agents/demo", content=chunked(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413 and response.json()["detail"]["type"] == "RequestTooLarge"
     surrogate = b'{"threadId":"t-sur","runId":"r1","messages":[{"id":"u","role":"user","content":"\\ud800"}]}'
     response = await http.post(
         "/agents/demo", content=surrogate, headers={"content-type": "application/json"}
@@ -390,3 +400,13 @@ async def test_run_limits_refuse_with_413_and_store_nothing(http: httpx.AsyncCli
     assert status == 413 and wire_id in body_413[0]["detail"]["message"]
     view = (await http.get("/threads/t-limits-2")).json()
     assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
+
+
+async def test_a_long_streamed_answer_arrives_whole(http: httpx.AsyncClient) -> None:
+    text = " ".join(f"w{n}" for n in range(60_000))  # about 400 KB, 60,000 text chunks
+    user = {"id": "u1", "role": "user", "content": text}
+    status, events = await post_run(http, "demo", run_input("t-long-answer", "r1", [user], []))
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+    assert text_of(events) == f"echo: {text}"
+    # Deltas waiting in one flush are merged: far fewer events than chunks.
+    assert len(events) < 1000
