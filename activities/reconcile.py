@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
-from sessions import open_session, tool_result_block, user_content_blocks
+from sessions import count_messages, open_session, tool_result_block, user_content_blocks
 from sessions.patch import SessionPatchError, holds_result, patch_tool_results, write_back
 
 
@@ -69,6 +69,11 @@ class ReconcileActivities:
         return ReconcileOutput(
             rewritten=rewritten, unchanged=unchanged, missing=missing, user_input_appended=appended
         )
+
+    @activity.defn(name="count_session_messages")
+    async def count_session_messages(self, thread_id: str) -> int:
+        """How many messages the thread's session holds (read-only; safe to retry)."""
+        return await asyncio.to_thread(count_messages, self._settings.sessions_dir, thread_id)
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:

@@ -111,6 +111,10 @@ class TurnActivities:
                 if call is None or result is None:
                     continue
                 if not any(b.get("text") == PLACEHOLDER_TEXT for b in result.get("content", [])):
+                    if activity.info().attempt > 1:  # ran in an earlier attempt: tell again
+                        events.publish(
+                            translator.tool_result(call.wire_id, list(result["content"]))
+                        )
                     continue
                 tool_use: ToolUse = {
                     "toolUseId": call.native_id,
@@ -235,7 +239,9 @@ class TurnActivities:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
                     raise
-                stop_reason = await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
+                # The person's cancel: Strands stops at its next safe point, after a running
+                # tool returns, however long that takes (the heartbeat keeps going).
+                stop_reason = await streaming
             for event in translator.finish():
                 events.publish(event)
         return TurnOutput(

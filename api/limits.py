@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents import AgentDefinition
-from durable_agui.contract import ToolResult
+from durable_agui.contract import ResumeAnswer, ToolResult
 from durable_agui.settings import Settings
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -47,8 +47,19 @@ def check_counts(run_input: RunAgentInput, settings: Settings) -> None:
         )
 
 
-def check_tool_results(results: list[ToolResult], settings: Settings) -> None:
-    """Refuse (413) a tool result over ``max_tool_result_bytes``, naming its call."""
+def check_tool_results(
+    results: list[ToolResult], settings: Settings, resume: list[ResumeAnswer] | None = None
+) -> None:
+    """Refuse (413) a tool result or resume payload over ``max_tool_result_bytes``."""
+    check_nesting([result.content for result in results])
+    for answer in resume or []:
+        check_nesting(answer.payload)
+        size = len(json.dumps(answer.payload, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > settings.max_tool_result_bytes:
+            raise too_large(
+                f"the resume payload for interrupt {answer.interrupt_id!r} is {size} bytes; "
+                f"the limit is {settings.max_tool_result_bytes}"
+            )
     for result in results:
         size = len(
             json.dumps([result.content, result.error], ensure_ascii=False).encode(
@@ -63,8 +74,41 @@ def check_tool_results(results: list[ToolResult], settings: Settings) -> None:
             )
 
 
+MAX_DEPTH = 32
+"""Deepest JSON nesting a request may carry (tool schemas, resume payloads, content)."""
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return depth
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def check_nesting(*values: Any) -> None:
+    """Refuse (422) JSON nested deeper than ``MAX_DEPTH`` (it would not survive a round trip
+    through Temporal's converter)."""
+    for value in values:
+        if _depth(value, MAX_DEPTH) > MAX_DEPTH:
+            raise unprocessable("TooDeep", f"JSON nested deeper than {MAX_DEPTH} levels")
+
+
 def check_run_input(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422) a run whose ids or tools a thread or a model provider cannot take."""
+    check_nesting(
+        [tool.parameters for tool in run_input.tools or []],
+        [entry.payload for entry in run_input.resume or []],
+        run_input.state,
+        run_input.forwarded_props,
+    )
     if not run_input.run_id or len(run_input.run_id) > MAX_RUN_ID:
         raise unprocessable("InvalidRunId", f"runId must have 1 to {MAX_RUN_ID} characters")
     backend = {getattr(tool, "tool_name", None) for tool in agent.tools}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -20,6 +21,7 @@ from durable_agui.settings import Settings
 logger = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = {EventType.RUN_FINISHED, EventType.RUN_ERROR}
+READ_ATTEMPTS = 3
 
 
 async def run_event_frames(
@@ -46,31 +48,41 @@ async def run_event_frames(
         event = event_from_wire(data)
         return f"id: {offset}\n{encoder.encode(event)}", event.type in TERMINAL_EVENTS
 
-    try:
-        logged, next_offset = await read_run_events(client, thread_id, run_id, from_offset)
-        for item in logged:
-            text, terminal = frame(item.offset, item.data)
-            yield text
-            if terminal:
+    offset = from_offset
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            logged, next_offset = await read_run_events(client, thread_id, run_id, offset)
+            for item in logged:
+                text, terminal = frame(item.offset, item.data)
+                offset = item.offset + 1
+                yield text
+                if terminal:
+                    return
+            if run_finished:
                 return
-        if run_finished:
-            return
-        stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
-        async for streamed in stream.subscribe(
-            [run_topic(run_id)],
-            from_offset=next_offset,
-            poll_cooldown=timedelta(milliseconds=settings.stream_poll_cooldown_ms),
-        ):
-            text, terminal = frame(streamed.offset, streamed.data)
-            yield text
-            if terminal:
-                return
-    except Exception as err:  # the client must get a terminal event, whatever broke
-        logger.exception("reading events of run %s of thread %s failed", run_id, thread_id)
-        failure = RunErrorEvent(
-            message=f"reading the run's events failed: {err}", code="StreamFailed"
-        )
-        yield encoder.encode(failure)
+            stream = WorkflowStreamClient.create(client, workflow_id_for(thread_id))
+            async for streamed in stream.subscribe(
+                [run_topic(run_id)],
+                from_offset=max(next_offset, offset),
+                poll_cooldown=timedelta(milliseconds=settings.stream_poll_cooldown_ms),
+            ):
+                text, terminal = frame(streamed.offset, streamed.data)
+                offset = streamed.offset + 1
+                yield text
+                if terminal:
+                    return
+        except Exception as err:  # the client must get a terminal event, whatever broke
+            if attempt < READ_ATTEMPTS:
+                # A poll rejected in passing (a worker restart, a rollover): read on from the
+                # last event sent, so the client sees no gap and no duplicate.
+                logger.warning("reading run %s of thread %s: %s; retrying", run_id, thread_id, err)
+                await asyncio.sleep(0.2 * attempt)
+                continue
+            logger.exception("reading events of run %s of thread %s failed", run_id, thread_id)
+            failure = RunErrorEvent(
+                message=f"reading the run's events failed: {err}", code="StreamFailed"
+            )
+            yield encoder.encode(failure)
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:

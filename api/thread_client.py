@@ -71,6 +71,7 @@ async def submit_run(
         else None,
         static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
     )
+    request = request.model_copy(update={"digest": _digest(request)})
     try:
         return await client.execute_update_with_start_workflow(
             AgentThreadWorkflow.submit_run,
@@ -78,7 +79,7 @@ async def submit_run(
             start_workflow_operation=start,
             # Same runId and same body: the same run (a retried POST). Same runId with another
             # body reaches the validator, which refuses it (RunIdReused).
-            id=f"run-{request.run_id}-{_digest(request)}",
+            id=f"run-{request.run_id}-{request.digest}",
         )
     except WorkflowUpdateFailedError as err:
         raise from_update_failure(err) from err

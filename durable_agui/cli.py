@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> None:
         except RPCError as err:
             print(f"durable-agui {args.command}: {err.message}", file=sys.stderr)
             code = 1
+        except (ValueError, RuntimeError) as err:  # a bad argument, Temporal unreachable
+            print(f"durable-agui {args.command}: {err}", file=sys.stderr)
+            code = 1
         # Short commands end here: leaving the Temporal client's native threads to
         # interpreter shutdown can abort the process (PyGILState_Release while finalizing).
         sys.stdout.flush()

@@ -12,6 +12,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -60,7 +61,10 @@ class EncryptionCodec(PayloadCodec):
                 continue
             if payload.metadata.get(KEY_ID) != self._key_id:
                 raise ValueError("payload encrypted with another key id")
-            plain = self._cipher.decrypt(payload.data[:12], payload.data[12:], None)
+            try:
+                plain = self._cipher.decrypt(payload.data[:12], payload.data[12:], None)
+            except InvalidTag as err:
+                raise ValueError("payload does not decrypt with this key") from err
             decoded.append(Payload.FromString(plain))
         return decoded
 

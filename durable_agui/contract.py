@@ -150,6 +150,8 @@ class RunRequest(BaseModel):
     agent: str
     principal: str = "anonymous"
     """Who sends the run; only the thread's owner may."""
+    digest: str = ""
+    """Fingerprint of the request as the API received it (same runId + digest = a retry)."""
     user_messages: list[UserInput] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
@@ -303,6 +305,8 @@ class ThreadCarry(BaseModel):
     message_count: int | None = None
     workflow_runs: int = 1
     run_start_offsets: dict[str, int] = Field(default_factory=dict)
+    run_digests: dict[str, str] = Field(default_factory=dict)
+    """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
     """Stream offset where each recent run's events start."""
 
 

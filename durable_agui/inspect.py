@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from temporalio.client import Client
 
@@ -12,6 +13,7 @@ from durable_agui.contract import (
     AGENT_ID,
     AGENT_NAME,
     PENDING_TOOL_CALLS,
+    THREAD_ID_PATTERN,
     THREAD_LAST_ACTIVITY,
     THREAD_STATUS,
     WORKFLOW_ID_PREFIX,
@@ -25,7 +27,13 @@ from workflows import AgentThreadWorkflow
 
 
 def visibility_query(status: str | None, agent: str | None) -> str:
-    """The Temporal list filter for running threads, by status and agent."""
+    """The Temporal list filter for running threads, by status and agent.
+
+    Raises:
+        ValueError: for an agent name that is not a plain name (it goes into the query).
+    """
+    if agent is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", agent):
+        raise ValueError(f"not an agent name: {agent!r}")
     clauses = ["WorkflowType = 'AgentThreadWorkflow'", "ExecutionStatus = 'Running'"]
     if status:
         clauses.append(f"ThreadStatus = '{status}'")
@@ -91,6 +99,8 @@ async def show_thread(client: Client, settings: Settings, thread_id: str) -> lis
 async def run_inspect(
     settings: Settings, thread_id: str | None, status: str | None, agent: str | None
 ) -> None:
+    if thread_id is not None and not THREAD_ID_PATTERN.fullmatch(thread_id):
+        raise ValueError(f"not a thread id: {thread_id!r}")
     client = await connect(settings)
     lines = (
         await show_thread(client, settings, thread_id)

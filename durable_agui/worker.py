@@ -34,7 +34,7 @@ def build_worker(client: Client, settings: Settings, **options: Any) -> Worker:
         client,
         task_queue=settings.task_queue,
         workflows=[AgentThreadWorkflow],
-        activities=[turns.run_turn, reconcile.reconcile_session],
+        activities=[turns.run_turn, reconcile.reconcile_session, reconcile.count_session_messages],
         **options,
     )
 

@@ -410,3 +410,25 @@ async def test_a_long_streamed_answer_arrives_whole(http: httpx.AsyncClient) -> 
     assert text_of(events) == f"echo: {text}"
     # Deltas waiting in one flush are merged: far fewer events than chunks.
     assert len(events) < 1000
+
+
+async def test_malformed_resume_payloads_and_event_ids_are_refused(http: httpx.AsyncClient) -> None:
+    user = {"id": "u1", "role": "user", "content": 'call cancel_booking {"booking":"B"}'}
+    _, events = await post_run(http, "demo", run_input("t-resume-limits", "r1", [user], []))
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+    body = run_input("t-resume-limits", "r2", [user], [])
+    body["resume"] = [
+        {"interruptId": interrupt["id"], "status": "cancelled", "payload": "x" * 300_000}
+    ]
+    assert (await http.post("/agents/demo", json=body)).status_code == 413
+    deep: Any = "leaf"
+    for _ in range(40):
+        deep = [deep]
+    body["resume"] = [{"interruptId": interrupt["id"], "status": "resolved", "payload": deep}]
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 422 and response.json()["detail"]["type"] == "TooDeep"
+    assert (await http.get("/threads/t-resume-limits")).json()["status"] == "awaiting_approval"
+    bad_id = await http.get(
+        "/threads/t-resume-limits/runs/r1/events", headers={"Last-Event-ID": "²".encode("latin-1")}
+    )
+    assert bad_id.status_code == 400

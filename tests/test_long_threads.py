@@ -57,6 +57,9 @@ async def test_a_burst_of_messages_across_rollovers_is_neither_lost_nor_doubled(
         assert [status for status, _ in results] == [200] * 9
         texts = sorted(text_of(events) for _, events in results)
         assert texts == sorted(f"echo: message {n}" for n in range(9))
+        # A client retrying its first POST, byte for byte, after the rollovers: the same run.
+        status, replay = await post_run(http, "demo", run_input(thread, "r0", sent[:1], []))
+        assert status == 200 and text_of(replay) == "echo: message 0"
         # The same messages re-sent after the rollovers: taken in once, no new turn.
         status, again = await post_run(http, "demo", run_input(thread, "again", sent[-1:], []))
         assert status == 200 and text_of(again) == ""

@@ -71,6 +71,11 @@ with workflow.unsafe.imports_passed_through():
 
 KEEP_CLOSED = 1000
 """Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
+PATCH_COUNT_FIRST = "count-session-before-first-turn"
+"""workflow.patched id: histories recorded before it replay without the count activity."""
+
+MAX_CARRY_BYTES = 1_000_000
+"""Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
 KEEP_RUN_EVENTS = 10
 """Runs whose events a thread keeps across continue-as-new (reconnects, replays)."""
 KEEP_MESSAGE_IDS = 1000
@@ -96,7 +101,14 @@ DENIED = "The person declined this action; it was not run."
 
 
 class _RunCancelled(Exception):
-    """Raised inside a run when ``cancel_run`` stopped it."""
+    """Raised inside a run when ``cancel_run`` stopped it.
+
+    ``persisted``: the cut-short turn is in the session (its user messages stay taken in).
+    """
+
+    def __init__(self, *, persisted: bool) -> None:
+        super().__init__("run cancelled")
+        self.persisted = persisted
 
 
 @workflow.defn
@@ -135,6 +147,7 @@ class AgentThreadWorkflow:
         self._message_count = carry.message_count
         self._workflow_runs = carry.workflow_runs
         self._run_start_offsets: dict[str, int] = carry.run_start_offsets
+        self._run_digests: dict[str, str] = carry.run_digests
         self._shown_status: tuple[str, int] | None = None
         self._stream = WorkflowStream(prior_state=start.stream_state)
 
@@ -177,13 +190,34 @@ class AgentThreadWorkflow:
         kept = dict(list(self._run_start_offsets.items())[-KEEP_RUN_EVENTS:])
         if kept:
             self._stream.truncate(min(kept.values()))
-        carry = ThreadCarry(
+        stream_state = self._stream.get_state()
+        keep_closed = KEEP_CLOSED
+        while True:
+            carry = self._carry(keep_closed, kept)
+            size = len(carry.model_dump_json()) + sum(len(i.data) for i in stream_state.log)
+            if size <= MAX_CARRY_BYTES:
+                break
+            if stream_state.log:
+                # Large runs: their events are not carried (a reconnect to them ends at once).
+                self._stream.truncate(stream_state.base_offset + len(stream_state.log))
+                stream_state = self._stream.get_state()
+                kept = {}
+            elif keep_closed > 0:
+                keep_closed //= 4  # large answers: remember fewer closed calls
+            else:
+                break
+        workflow.continue_as_new(
+            self._start.model_copy(update={"carry": carry, "stream_state": stream_state})
+        )
+
+    def _carry(self, keep_closed: int, run_start_offsets: dict[str, int]) -> ThreadCarry:
+        return ThreadCarry(
             queue=self._queue,
             calls=list(self._calls.values()),
             interrupts=list(self._interrupts.values()),
             batch_order=self._batch_order,
-            closed_calls=_recent(self._closed_calls, KEEP_CLOSED),
-            closed_interrupts=_recent(self._closed_interrupts, KEEP_CLOSED),
+            closed_calls=_recent(self._closed_calls, keep_closed),
+            closed_interrupts=_recent(self._closed_interrupts, keep_closed),
             tail=self._tail,
             approved=self._approved,
             tail_anchor=self._tail_anchor,
@@ -195,12 +229,8 @@ class AgentThreadWorkflow:
             turns=self._turns,
             message_count=self._message_count,
             workflow_runs=self._workflow_runs + 1,
-            run_start_offsets=kept,
-        )
-        workflow.continue_as_new(
-            self._start.model_copy(
-                update={"carry": carry, "stream_state": self._stream.get_state()}
-            )
+            run_start_offsets=run_start_offsets,
+            run_digests=self._run_digests,
         )
 
     # -- queries and updates ----------------------------------------------------------------
@@ -234,6 +264,14 @@ class AgentThreadWorkflow:
     @workflow.update
     def submit_run(self, request: RunRequest) -> RunAccepted:
         """Queue an AG-UI run: take in its answers and its not-yet-seen user messages."""
+        if self._knows_run(request.run_id):  # a validated replay: nothing new to take in
+            return RunAccepted(
+                run_id=request.run_id, topic=run_topic(request.run_id), queued_behind=0
+            )
+        if request.digest:
+            self._run_digests = _recent(
+                {**self._run_digests, request.run_id: request.digest}, RECENT_RUNS
+            )
         acknowledged = self._already_held(request.tool_results, request.resume)
         self._take_answers(request.tool_results, request.resume)
         fresh = [m for m in request.user_messages if m.message_id not in self._taken_message_ids]
@@ -265,7 +303,7 @@ class AgentThreadWorkflow:
                 f"not {request.agent!r}",
                 type=ErrorType.AGENT_MISMATCH,
             )
-        if self._knows_run(request.run_id):
+        if self._knows_run(request.run_id) and not self._is_replay(request):
             raise ApplicationError(
                 f"runId {request.run_id!r} was already used in thread {self._thread_id!r} "
                 "with other input; a new run needs a new runId",
@@ -292,6 +330,10 @@ class AgentThreadWorkflow:
                 f"(status resolved or cancelled); unanswered: {unanswered}",
                 type=ErrorType.INTERRUPTS_UNANSWERED,
             )
+
+    def _is_replay(self, request: RunRequest) -> bool:
+        """The same runId with the same body: a client retrying its POST."""
+        return bool(request.digest) and self._run_digests.get(request.run_id) == request.digest
 
     def _knows_run(self, run_id: str) -> bool:
         return (
@@ -392,6 +434,8 @@ class AgentThreadWorkflow:
             held_answer = answers.get(answer.interrupt_id) or (
                 interrupt.resolution if interrupt else closed_answer[0] if closed_answer else None
             )
+            if closed_answer is not None and closed_answer[1] != ClosedReason.ANSWERED:
+                self._refuse_closed(answer.interrupt_id, closed_answer[1])
             if held_answer is not None and not held_answer.same_answer(answer):
                 raise ApplicationError(
                     f"interrupt {answer.interrupt_id!r} already has a different answer",
@@ -404,7 +448,7 @@ class AgentThreadWorkflow:
             ClosedReason.EXPIRED: ErrorType.TOOL_CALL_EXPIRED,
         }.get(reason, ErrorType.TOOL_CALL_ABANDONED)
         raise ApplicationError(
-            f"tool call {wire_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}",
+            f"{wire_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}",
             type=error_type,
         )
 
@@ -608,7 +652,10 @@ class AgentThreadWorkflow:
         try:
             await self._turn(run)
             self._publish(run.run_id, self._finished(run.run_id))
-        except _RunCancelled:
+        except _RunCancelled as cancelled:
+            if not cancelled.persisted:
+                for user_message in run.user_messages:
+                    self._taken_message_ids.pop(user_message.message_id, None)
             self._publish(
                 run.run_id,
                 RunFinishedEvent(
@@ -674,11 +721,21 @@ class AgentThreadWorkflow:
 
     def _check_cancelled(self) -> None:
         if self._cancel_requested:
-            raise _RunCancelled()
+            raise _RunCancelled(persisted=False)
 
     async def _run_turn(
         self, run: RunRequest, user_messages: list[UserInput], approved: list[ApprovedCall]
     ) -> None:
+        if self._message_count is None and workflow.patched(PATCH_COUNT_FIRST):
+            # The thread's starting point is recorded before its first turn, so a failed
+            # first turn is cut like any other (a session may predate this workflow).
+            self._message_count = await workflow.execute_activity(
+                "count_session_messages",
+                self._thread_id,
+                result_type=int,
+                start_to_close_timeout=RECONCILE_TIMEOUT,
+                summary="count the session's messages",
+            )
         self._turn_activity = workflow.start_activity(
             "run_turn",
             TurnInput(
@@ -707,7 +764,7 @@ class AgentThreadWorkflow:
             output = await self._turn_activity
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and self._cancel_requested:
-                raise _RunCancelled() from err
+                raise _RunCancelled(persisted=False) from err
             raise
         finally:
             self._turn_activity = None
@@ -716,12 +773,13 @@ class AgentThreadWorkflow:
         self._turns += 1
         self._message_count = output.message_count
         self._open_batch(run.run_id, output)
-        if self._cancel_requested:
+        if self._cancel_requested and output.stop_reason == "cancelled":
             # Calls the cancelled turn emitted are closed at once, so the history stays valid.
             if self._calls or self._interrupts:
                 self._close_batch(run.run_id, ClosedReason.CANCELLED)
                 await self._write_tail([])
-            raise _RunCancelled()
+            raise _RunCancelled(persisted=True)
+        # A cancel that came after the turn's last model call changes nothing: it finished.
 
     def _open_batch(self, run_id: str, output: TurnOutput) -> None:
         expires_at = workflow.now() + self._answer_timeout

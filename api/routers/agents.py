@@ -74,7 +74,7 @@ async def run_agent(
     check_counts(run_input, settings)
     check_run_input(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
-    check_tool_results(request.tool_results, settings)
+    check_tool_results(request.tool_results, settings, request.resume)
     check_encodable(request)
     accepted = await submit_run(client, settings, thread_id, request)
     return sse_response(run_event_frames(client, settings, thread_id, accepted.run_id))

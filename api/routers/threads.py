@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from typing import Annotated, Any
 
@@ -143,7 +144,7 @@ async def post_tool_results(
             for r in body.resume
         ],
     )
-    check_tool_results(request.results, settings)
+    check_tool_results(request.results, settings, request.resume)
     check_encodable(request)
     accepted = await submit_tool_results(client, thread_id, request)
     return ToolResultsOut(
@@ -184,7 +185,17 @@ async def get_run_events(
             status_code=404,
             detail={"type": "RunNotFound", "message": f"no run {run_id!r} in thread {thread_id!r}"},
         )
-    start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
+    start = 0
+    if last_event_id:
+        if not re.fullmatch(r"[0-9]{1,18}", last_event_id):
+            raise HTTPException(
+                status_code=400,
+                detail={
+                    "type": "InvalidLastEventId",
+                    "message": "Last-Event-ID must be an event id (digits)",
+                },
+            )
+        start = int(last_event_id) + 1
     return sse_response(
         run_event_frames(client, settings, thread_id, run_id, start, run_finished=finished)
     )
