@@ -1,0 +1,299 @@
+"""The scenarios: each drives both systems the same way and returns its metrics.
+
+Iterated scenarios alternate A B A B (ours, then the baseline, per iteration), so drift in
+the machine's load falls on both. Every run is checked by ``bench.client``; a wrong answer
+raises ``BenchError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+
+from bench import client as agui
+from bench.report import Goal, Metric, p95
+from bench.services import Target
+
+MS = 1000.0
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each scenario does. ``FULL`` is the issue's; ``SMOKE`` checks the harness."""
+
+    iterations: int = 20
+    load_threads: int = 50
+    load_rounds: int = 2
+    load_round_s: float = 30.0
+    """Load runs ``load_rounds`` A B rounds of ``load_round_s`` each: 60 s per system."""
+    parked_small: int = 10
+    parked: int = 10_000
+    parking_concurrency: int = 32
+    resume_samples: int = 20
+    settle_s: float = 10.0
+    """Pause after parking, before memory and resumes are measured."""
+    long_chunks: int = 2000
+    long_iterations: int = 3
+
+
+FULL = Sizes()
+SMOKE = Sizes(
+    iterations=2,
+    load_threads=3,
+    load_rounds=1,
+    load_round_s=3.0,
+    parked_small=5,
+    parked=20,
+    parking_concurrency=8,
+    resume_samples=3,
+    settle_s=1.0,
+    long_chunks=200,
+    long_iterations=2,
+)
+
+
+@dataclass
+class Context:
+    ours: Target
+    baseline: Target
+    http: httpx.AsyncClient
+    sizes: Sizes
+
+    @property
+    def targets(self) -> tuple[Target, Target]:
+        return self.ours, self.baseline
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _side(metric: Metric, target: Target) -> list[float]:
+    return metric.ours if target.name == "ours" else metric.baseline
+
+
+async def warm_up(ctx: Context) -> None:
+    """One round trip per system before anything is measured (imports, caches, pools)."""
+    for target in ctx.targets:
+        await agui.round_trip(ctx.http, target.url, f"warmup-{target.name}")
+
+
+async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]:
+    """Frontend-tool round trips, one at a time: wall time and result -> first text."""
+    wall = Metric(scenario, "run 1 sent -> run 2 RUN_FINISHED", "ms", goal=Goal("max_ratio", 1.10))
+    first = Metric(
+        scenario, "result sent -> first text of run 2", "ms", goal=Goal("max_ratio", 1.20)
+    )
+    for i in range(ctx.sizes.iterations):
+        for target in ctx.targets:
+            trip = await agui.round_trip(ctx.http, target.url, f"rt-{scenario[:4]}-{i}")
+            _side(wall, target).append(trip.wall_s * MS)
+            _side(first, target).append(trip.result_to_first_text_s * MS)
+    return [wall, first]
+
+
+async def zero_latency(ctx: Context) -> list[Metric]:
+    """The round trip on a model that answers at once: what each system itself costs."""
+    wall, first = await round_trip(ctx, "zero-latency round trip")
+    wall.goal = first.goal = None
+    overhead = Metric(
+        "zero-latency round trip",
+        "per-turn overhead, (ours - baseline) / 2 turns, paired",
+        "ms",
+        ours=[(o - b) / 2 for o, b in zip(wall.ours, wall.baseline, strict=True)],
+        goal=Goal("custom", text="reported, no target"),
+    )
+    return [wall, first, overhead]
+
+
+async def _load(ctx: Context, target: Target, round_index: int) -> tuple[int, list[float]]:
+    """``load_threads`` clients doing round trips on fresh threads for ``load_round_s``.
+
+    Counts the round trips finished before the deadline; none is started after it.
+    """
+    deadline = time.perf_counter() + ctx.sizes.load_round_s
+    walls: list[float] = []
+
+    async def client_loop(worker: int) -> int:
+        done = 0
+        n = 0
+        while time.perf_counter() < deadline:
+            thread_id = f"load-{target.name}-{round_index}-{worker}-{n}"
+            n += 1
+            trip = await agui.round_trip(ctx.http, target.url, thread_id)
+            walls.append(trip.wall_s * MS)
+            if time.perf_counter() <= deadline:
+                done += 1
+        return done
+
+    counts = await asyncio.gather(*(client_loop(w) for w in range(ctx.sizes.load_threads)))
+    return sum(counts), walls
+
+
+async def concurrent(ctx: Context) -> list[Metric]:
+    """Many threads doing round trips at once: completed round trips per second."""
+    scenario = f"{ctx.sizes.load_threads} threads concurrently"
+    rate = Metric(scenario, "completed round trips per second", "1/s", goal=Goal("min_ratio", 0.8))
+    latency = Metric(scenario, "round trip wall time under load", "ms")
+    for round_index in range(ctx.sizes.load_rounds):
+        for target in ctx.targets:
+            progress(f"load round {round_index + 1}: {target.name}")
+            done, walls = await _load(ctx, target, round_index)
+            _side(rate, target).append(done / ctx.sizes.load_round_s)
+            _side(latency, target).extend(walls)
+            await asyncio.sleep(1.0)  # let the last streams drain before the other side
+    return [rate, latency]
+
+
+async def _park_many(
+    ctx: Context,
+    target: Target,
+    prefix: str,
+    count: int,
+    parked: collections.deque[tuple[str, str]],
+) -> float:
+    """Park ``count`` threads (run 1 of a round trip) with bounded concurrency; returns the
+    parking rate in threads per second."""
+    gate = asyncio.Semaphore(ctx.sizes.parking_concurrency)
+    step = max(count // 20, 1)
+    started = time.perf_counter()
+    done = 0
+
+    async def one(i: int) -> None:
+        nonlocal done
+        thread_id = f"{prefix}-{i}"
+        async with gate:
+            wire_id, _ = await agui.park(ctx.http, target.url, thread_id)
+        parked.append((thread_id, wire_id))
+        done += 1
+        if done % step == 0:
+            elapsed = time.perf_counter() - started
+            progress(f"{target.name}: parked {done}/{count} ({done / elapsed:.0f}/s)")
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+    return count / (time.perf_counter() - started)
+
+
+async def _resume_oldest(
+    ctx: Context, target: Target, parked: collections.deque[tuple[str, str]], prefix: str
+) -> float:
+    """Resume the thread parked longest ago (the least likely to be in any cache), then
+    park a fresh one so the number parked stays the same. Returns the resume time (ms)."""
+    thread_id, wire_id = parked.popleft()
+    result = await agui.resume(ctx.http, target.url, thread_id, wire_id)
+    await _park_one(ctx, target, prefix, parked)
+    return (result.finished - result.sent) * MS
+
+
+async def _park_one(
+    ctx: Context, target: Target, prefix: str, parked: collections.deque[tuple[str, str]]
+) -> None:
+    thread_id = f"{prefix}-{len(parked)}-{time.monotonic_ns()}"
+    wire_id, _ = await agui.park(ctx.http, target.url, thread_id)
+    parked.append((thread_id, wire_id))
+
+
+async def parking(ctx: Context) -> list[Metric]:
+    """Threads parked waiting for tool results: memory, and the time to resume one."""
+    sizes = ctx.sizes
+    small, big = sizes.parked_small, sizes.parked
+    scenario = "parked threads"
+    resume_small = Metric(scenario, f"resume with {small} parked (run 2 -> RUN_FINISHED)", "ms")
+    resume_big = Metric(scenario, f"resume with {big:,} parked (run 2 -> RUN_FINISHED)", "ms")
+    rate = Metric(scenario, f"parking rate ({sizes.parking_concurrency} at a time)", "threads/s")
+    memory = {
+        role: Metric(scenario, f"{role} RSS after parking {big:,}", "MB")
+        for role in ("worker", "api", "temporal")
+    }
+    total = Metric(
+        scenario,
+        f"RSS after parking {big:,} (ours worker + API; baseline app)",
+        "MB",
+        note="the Temporal dev server's RSS is its own row",
+    )
+    growth = Metric(scenario, "RSS growth per 1,000 parked (ours worker + API)", "MB")
+    queues = {t.name: collections.deque[tuple[str, str]]() for t in ctx.targets}
+
+    for target in ctx.targets:
+        await _park_many(ctx, target, f"park-s-{target.name}", small, queues[target.name])
+    for _ in range(sizes.resume_samples):
+        for target in ctx.targets:
+            ms = await _resume_oldest(ctx, target, queues[target.name], f"park-sr-{target.name}")
+            _side(resume_small, target).append(ms)
+
+    for target in ctx.targets:
+        before = _app_rss(target)
+        progress(f"{target.name}: parking {big - small:,} more threads")
+        parked_rate = await _park_many(
+            ctx, target, f"park-b-{target.name}", big - small, queues[target.name]
+        )
+        _side(rate, target).append(parked_rate)
+        await asyncio.sleep(sizes.settle_s)
+        after = target.memory_mb()
+        for role, mb in after.items():
+            if role in memory:
+                memory[role].ours.append(mb)
+        _side(total, target).append(_app_rss(target))
+        _side(growth, target).append((_app_rss(target) - before) * 1000 / (big - small))
+        progress(f"{target.name}: memory after parking {big:,}: {after}")
+        for _ in range(sizes.resume_samples):
+            ms = await _resume_oldest(ctx, target, queues[target.name], f"park-br-{target.name}")
+            _side(resume_big, target).append(ms)
+
+    limit = 2 * (p95(resume_small.ours) or 0.0)
+    resume_big.goal = Goal(
+        "custom",
+        text=f"ours p95 <= 2 x ours p95 with {small} parked = {limit:.0f} ms",
+        met=(p95(resume_big.ours) or 0.0) <= limit,
+    )
+    return [resume_small, resume_big, rate, total, growth, *memory.values()]
+
+
+def _app_rss(target: Target) -> float:
+    """What the application itself holds: ours worker + API (the Temporal server is
+    reported apart), the baseline's one process."""
+    memory = target.memory_mb()
+    return sum(mb for role, mb in memory.items() if role != "temporal")
+
+
+async def long_stream(ctx: Context) -> list[Metric]:
+    """One long streamed answer: every chunk in order; the time to the last event."""
+    chunks = ctx.sizes.long_chunks
+    scenario = f"long answer ({chunks:,} chunks)"
+    last = Metric(scenario, "run sent -> last event", "ms", goal=Goal("max_ratio", 1.20))
+    first = Metric(scenario, "run sent -> first text", "ms")
+    events = Metric(scenario, "events per run", "events")
+    for i in range(ctx.sizes.long_iterations):
+        for target in ctx.targets:
+            result = await agui.long_answer(ctx.http, target.url, f"long-{i}", chunks)
+            assert result.first_text is not None
+            _side(last, target).append((result.finished - result.sent) * MS)
+            _side(first, target).append((result.first_text - result.sent) * MS)
+            _side(events, target).append(float(len(result.events)))
+    return [last, first, events]
+
+
+Scenario = Callable[[Context], Awaitable[list[Metric]]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    run: Scenario
+    latency: bool
+    """Whether the systems run the offline model with the realistic latency."""
+
+
+SCENARIOS: dict[str, Entry] = {
+    "round_trip": Entry(round_trip, latency=True),
+    "concurrent": Entry(concurrent, latency=True),
+    "parking": Entry(parking, latency=True),
+    "long_stream": Entry(long_stream, latency=True),
+    "zero_latency": Entry(zero_latency, latency=False),
+}
+"""Every scenario by its ``--scenarios`` name, in the order they run."""

@@ -1,0 +1,211 @@
+"""The processes under test, started on free loopback ports and always stopped.
+
+``OurStack``: the Temporal dev server (``durable_agui.devserver.DevServer``), one
+``durable-agui worker`` and one ``durable-agui api``, each its own process, so the worker's
+and the API's memory are measured apart. ``Baseline``: ``uvicorn bench.baseline_app:app``.
+Every child gets SIGTERM if the bench dies (``PR_SET_PDEATHSIG``); ``stop()`` sends SIGINT,
+then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from durable_agui.devserver import DevServer, free_port
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root: the baseline app is imported from there."""
+PR_SET_PDEATHSIG = 1
+TASK_QUEUE = "bench"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the bench dies, even by SIGKILL (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of process ``pid`` in MB (``VmRSS`` from ``/proc/<pid>/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+@dataclass
+class Process:
+    """One child process with its log file."""
+
+    name: str
+    command: list[str]
+    env: Mapping[str, str]
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.popen = subprocess.Popen(
+                self.command,
+                env=dict(self.env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                preexec_fn=_die_with_parent,
+            )
+
+    @property
+    def pid(self) -> int:
+        if self.popen is None:
+            raise RuntimeError(f"{self.name} is not running")
+        return self.popen.pid
+
+    def check_alive(self) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+            raise RuntimeError(f"{self.name} exited; the end of {self.log}:\n{tail}")
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        process, self.popen = self.popen, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_healthy(url: str, process: Process, timeout_s: float = 90.0) -> None:
+    """Wait until ``GET <url>/healthz`` answers 200; raise if the process dies first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        process.check_alive()
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{process.name} did not answer on {url} within {timeout_s:.0f} s")
+
+
+@dataclass
+class Target:
+    """A system under test as the scenarios see it: its URL and the processes to measure."""
+
+    name: str
+    url: str
+    processes: dict[str, int] = field(default_factory=dict)
+    """Process role (``worker``, ``api``, ``temporal``, ``app``) -> pid, for memory."""
+
+    def memory_mb(self) -> dict[str, float]:
+        return {role: rss_mb(pid) for role, pid in self.processes.items()}
+
+
+class OurStack:
+    """Dev server + ``durable-agui worker`` + ``durable-agui api`` over one data dir."""
+
+    def __init__(self, folder: Path, env: Mapping[str, str]) -> None:
+        self.folder = folder
+        self.data_dir = folder / "data"
+        self.server = DevServer(self.data_dir, port=free_port(), ui_port=free_port())
+        self.api_port = free_port()
+        self.env = {
+            **os.environ,
+            "DURABLE_AGUI_TEMPORAL_ADDRESS": self.server.address,
+            "DURABLE_AGUI_TEMPORAL_UI_URL": self.server.ui_url,
+            "DURABLE_AGUI_DATA_DIR": str(self.data_dir),
+            "DURABLE_AGUI_TASK_QUEUE": TASK_QUEUE,
+            **env,
+        }
+        self.worker = Process(
+            "worker", [str(BIN / "durable-agui"), "worker"], self.env, folder / "worker.log"
+        )
+        self.api = Process(
+            "api",
+            [str(BIN / "durable-agui"), "api", "--port", str(self.api_port)],
+            self.env,
+            folder / "api.log",
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def start(self) -> Target:
+        self.server.start()
+        self.worker.start()
+        self.api.start()
+        wait_healthy(self.url, self.api)
+        self.worker.check_alive()
+        temporal = self.server._process  # the dev server's pid, for its memory
+        processes = {"worker": self.worker.pid, "api": self.api.pid}
+        if temporal is not None:
+            processes["temporal"] = temporal.pid
+        return Target("ours", self.url, processes)
+
+    def stop(self) -> None:
+        for process in (self.api, self.worker):
+            process.stop()
+        self.server.stop()
+
+
+class Baseline:
+    """``uvicorn bench.baseline_app:app``: the ``ag_ui_strands`` endpoint, in-process state."""
+
+    def __init__(self, folder: Path, env: Mapping[str, str]) -> None:
+        self.port = free_port()
+        self.app = Process(
+            "baseline",
+            [
+                sys.executable, "-m", "uvicorn", "bench.baseline_app:app",
+                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+            ],
+            {**os.environ, **env},
+            folder / "baseline.log",
+        )  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Target:
+        self.app.start()
+        wait_healthy(self.url, self.app)
+        return Target("baseline", self.url, {"app": self.app.pid})
+
+    def stop(self) -> None:
+        self.app.stop()
+
+
+@contextlib.contextmanager
+def running(
+    folder: Path, model_env: Mapping[str, str], ours_env: Mapping[str, str]
+) -> Iterator[tuple[Target, Target]]:
+    """Both systems, started on loopback, stopped on the way out (also on failure and
+    Ctrl-C). Yields ``(ours, baseline)`` as ``Target`` objects.
+
+    ``model_env`` (the offline model's latency) goes to both; ``ours_env`` only to ours.
+    """
+    ours = OurStack(folder / "ours", {**model_env, **ours_env})
+    baseline = Baseline(folder / "baseline", model_env)
+    try:
+        yield ours.start(), baseline.start()
+    finally:
+        baseline.stop()
+        ours.stop()
