@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
-from sessions import count_messages, open_session, tool_result_block, user_content_blocks
+from sessions import session_store, tool_result_block, user_content_blocks
 from sessions.patch import SessionPatchError, holds_result, patch_tool_results, write_back
 
 
@@ -36,14 +36,14 @@ class ReconcileActivities:
         self._settings = settings
 
     def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
-        session = open_session(self._settings.sessions_dir, request.thread_id)
+        session = session_store(self._settings).open(request.thread_id)
         wanted = {
             r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
         }
         rewritten: list[str] = []
         unchanged: list[str] = []
         appended = False
-        messages = session.list_messages(request.thread_id, AGENT_ID)
+        messages = session.session_repository.list_messages(request.thread_id, AGENT_ID)
         for position, message in enumerate(messages):
             patched, same = patch_tool_results(message, wanted)
             unchanged += same
@@ -57,7 +57,7 @@ class ReconcileActivities:
                 appended = True
             if changed:
                 try:
-                    write_back(session, request.thread_id, message)
+                    write_back(session.session_repository, request.thread_id, message)
                 except SessionPatchError as err:
                     raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
             rewritten += patched
@@ -73,7 +73,7 @@ class ReconcileActivities:
     @activity.defn(name="count_session_messages")
     async def count_session_messages(self, thread_id: str) -> int:
         """How many messages the thread's session holds (read-only; safe to retry)."""
-        return await asyncio.to_thread(count_messages, self._settings.sessions_dir, thread_id)
+        return await asyncio.to_thread(session_store(self._settings).count_messages, thread_id)
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from strands import Agent
-from strands.session.file_session_manager import FileSessionManager
+from strands.session.repository_session_manager import RepositorySessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
@@ -31,9 +31,8 @@ from durable_agui.contract import (
     UserInput,
 )
 from durable_agui.settings import Settings
-from sessions import PLACEHOLDER_TEXT, open_session, user_content_blocks
+from sessions import PLACEHOLDER_TEXT, session_store, user_content_blocks
 from sessions.patch import patch_tool_results, write_back
-from sessions.store import count_messages, truncate_messages
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class TurnActivities:
         self,
         turn: TurnInput,
         definition: AgentDefinition,
-        session: FileSessionManager,
+        session: RepositorySessionManager,
         events: RunEventPublisher,
         translator: TurnTranslator,
     ) -> None:
@@ -101,7 +100,9 @@ class TurnActivities:
         """
         tools = _real_tools(definition)
         wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
-        messages = await asyncio.to_thread(session.list_messages, turn.thread_id, AGENT_ID)
+        messages = await asyncio.to_thread(
+            session.session_repository.list_messages, turn.thread_id, AGENT_ID
+        )
         runner = Agent(model=build_model(self._settings), tools=[], callback_handler=None)
         for message in messages:
             results: dict[str, ToolResult] = {}
@@ -132,7 +133,9 @@ class TurnActivities:
                 events.publish(translator.tool_result(call.wire_id, list(final["content"])))
             if results:
                 patch_tool_results(message, results)
-                await asyncio.to_thread(write_back, session, turn.thread_id, message)
+                await asyncio.to_thread(
+                    write_back, session.session_repository, turn.thread_id, message
+                )
 
     async def _starting_point(self, turn: TurnInput) -> int:
         """The turn's starting point in the session, after cutting away a partial turn.
@@ -140,16 +143,16 @@ class TurnActivities:
         A partial turn on disk (an earlier attempt, or a failed turn) is cut away first, so
         the session holds this turn once, whatever number of attempts it takes.
         """
-        sessions_dir = self._settings.sessions_dir
+        store = session_store(self._settings)
         start = turn.start_index
         if start is None:
             details = activity.info().heartbeat_details
             if details:
                 start = int(details[0])
             else:
-                start = await asyncio.to_thread(count_messages, sessions_dir, turn.thread_id)
+                start = await asyncio.to_thread(store.count_messages, turn.thread_id)
                 activity.heartbeat(start)
-        await asyncio.to_thread(truncate_messages, sessions_dir, turn.thread_id, start)
+        await asyncio.to_thread(store.truncate_messages, turn.thread_id, start)
         return start
 
     @activity.defn(name="run_turn")
@@ -197,9 +200,9 @@ class TurnActivities:
             dict(definition.approvals),
             attempt=activity.info().attempt,
         )
-        sessions_dir = self._settings.sessions_dir
+        store = session_store(self._settings)
         start = await self._starting_point(turn)
-        session = await asyncio.to_thread(open_session, sessions_dir, turn.thread_id)
+        session = await asyncio.to_thread(store.open, turn.thread_id)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
         async with RunEventPublisher(turn.run_id, interval) as events, heartbeating(start):
@@ -247,5 +250,5 @@ class TurnActivities:
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,
-            message_count=await asyncio.to_thread(count_messages, sessions_dir, turn.thread_id),
+            message_count=await asyncio.to_thread(store.count_messages, turn.thread_id),
         )

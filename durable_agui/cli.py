@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import uvicorn
+from sqlalchemy.engine import make_url
 from temporalio.service import RPCError
 
 from api.app import create_app
@@ -22,6 +23,7 @@ from durable_agui.devserver import DevServer
 from durable_agui.inspect import run_inspect
 from durable_agui.settings import Settings
 from durable_agui.worker import build_worker, connect
+from sessions import session_store
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -36,6 +38,12 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
     """Run the worker and/or the API until SIGINT or SIGTERM, then stop both cleanly."""
     if with_api:
         check_auth_settings(settings)
+    try:
+        await asyncio.to_thread(session_store(settings).prepare)
+    except Exception as err:
+        raise SystemExit(
+            f"durable-agui: the {settings.session_store} session store: {err}"
+        ) from None
     client = await connect(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -90,6 +98,31 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
+def _store_location(settings: Settings) -> str:
+    if settings.session_store == "postgres":
+        return (
+            f"postgres {make_url(settings.postgres_url or '').render_as_string(hide_password=True)}"
+        )
+    if settings.session_store == "s3":
+        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
+    return str(settings.sessions_dir)
+
+
+def _migrate(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    if settings.session_store != "postgres":
+        print(f"the {settings.session_store} session store has no schema; nothing to do")
+        return
+    from sessions.postgres import PostgresSessionStore, upgrade_schema
+
+    store = PostgresSessionStore(settings.postgres_url or "", migrate=False)
+    try:
+        upgrade_schema(store.engine)
+    finally:
+        store.close()
+    print(f"session store schema is current ({_store_location(settings)})")
+
+
 def _dev(args: argparse.Namespace) -> None:
     settings = _settings(args)
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
@@ -117,7 +150,7 @@ def _dev(args: argparse.Namespace) -> None:
             f"  API docs        http://{settings.api_host}:{settings.api_port}/docs\n"
             f"  Temporal UI     {server.ui_url}\n"
             f"  Temporal gRPC   {server.address}\n"
-            f"  sessions        {settings.sessions_dir}\n"
+            f"  sessions        {_store_location(settings)}\n"
             f"Ctrl-C stops everything.",
             flush=True,
         )
@@ -152,6 +185,11 @@ def main(argv: list[str] | None = None) -> None:
     api.set_defaults(
         run=lambda a: asyncio.run(_serve(_settings(a), with_worker=False, with_api=True))
     )
+
+    migrate = commands.add_parser(
+        "migrate", help="bring the PostgreSQL session store's schema up to date"
+    )
+    migrate.set_defaults(run=_migrate)
 
     threads = commands.add_parser("threads", help="list running threads (Temporal visibility)")
     threads.add_argument(

@@ -10,7 +10,6 @@ from temporalio.client import Client
 
 from api.transcript import to_agui_messages
 from durable_agui.contract import (
-    AGENT_ID,
     AGENT_NAME,
     PENDING_TOOL_CALLS,
     THREAD_ID_PATTERN,
@@ -22,7 +21,7 @@ from durable_agui.contract import (
 )
 from durable_agui.settings import Settings
 from durable_agui.worker import connect
-from sessions import open_session
+from sessions import session_store
 from workflows import AgentThreadWorkflow
 
 
@@ -63,11 +62,7 @@ async def show_thread(client: Client, settings: Settings, thread_id: str) -> lis
     state: ThreadState = await client.get_workflow_handle(workflow_id_for(thread_id)).query(
         AgentThreadWorkflow.state
     )
-    session = await asyncio.to_thread(open_session, settings.sessions_dir, thread_id)
-    try:
-        stored = await asyncio.to_thread(session.list_messages, thread_id, AGENT_ID)
-    except Exception:
-        stored = []
+    stored = await asyncio.to_thread(session_store(settings).list_messages, thread_id)
     messages = to_agui_messages(
         stored,
         {native: wire for wire, native in state.tool_call_ids.items()},

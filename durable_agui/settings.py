@@ -27,7 +27,26 @@ class Settings(BaseSettings):
     """Base URL of the Temporal Web UI, used for links to a thread's workflow."""
 
     data_dir: Path = Path("./data")
-    """Root of local state: ``sessions/`` (the session store) and the dev server's SQLite file."""
+    """Root of local state: ``sessions/`` (the ``file`` session store) and the dev server's
+    SQLite file."""
+
+    session_store: Literal["file", "postgres", "s3"] = "file"
+    """Where threads' messages live (``sessions/store.py``): ``file`` under ``data_dir``;
+    ``postgres`` at ``postgres_url``, for several workers and API replicas; ``s3`` in
+    ``s3_bucket`` (Strands ``S3SessionManager``). Workers and API must use the same one."""
+    postgres_url: str | None = None
+    """SQLAlchemy URL of the ``postgres`` store: ``postgresql+psycopg://user:pass@host:5432/db``."""
+    postgres_pool_size: int = 5
+    """Connections each process keeps to PostgreSQL (as many again may open under load)."""
+    postgres_migrate: bool = True
+    """Bring the schema up to date on first use (Alembic, one process at a time). Set false
+    to run ``durable-agui migrate`` yourself, for example from a deploy job."""
+    s3_bucket: str | None = None
+    s3_prefix: str = ""
+    s3_region: str | None = None
+    s3_endpoint_url: str | None = None
+    """For S3-compatible servers (MinIO and the like); credentials come from the AWS chain
+    (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, profiles, instance roles)."""
 
     model: str = "offline"
     """Model provider: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,

@@ -7,16 +7,15 @@ from sessions.content import (
     tool_result_block,
     user_content_blocks,
 )
-from sessions.store import PLACEHOLDER_TEXT, count_messages, open_session, truncate_messages
+from sessions.store import PLACEHOLDER_TEXT, SessionStore, session_store
 
 __all__ = [
     "PLACEHOLDER_TEXT",
+    "SessionStore",
     "agui_content",
     "client_result_blocks",
-    "count_messages",
-    "open_session",
     "render_tool_result",
+    "session_store",
     "tool_result_block",
-    "truncate_messages",
     "user_content_blocks",
 ]

@@ -17,8 +17,52 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agui.devserver import DevServer, free_port
 from durable_agui.settings import Settings
+from sessions import SessionStore, session_store
+from tests.postgres import PostgresServer, postgres_bin
 
 BIN = Path(sys.executable).parent
+
+STORES = ["file", "postgres"]
+"""The session stores the scenario tests run against (``params=STORES``)."""
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session (Debian's ``postgresql``; ``.ci/run`` installs
+    it). Missing binaries fail the run under CI and skip the PostgreSQL cases elsewhere."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def store_env(request: pytest.FixtureRequest, kind: str) -> dict[str, str]:
+    """Environment selecting session store ``kind``; ``postgres`` gets a fresh database."""
+    if kind == "file":
+        return {}
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return {
+        "DURABLE_AGUI_SESSION_STORE": "postgres",
+        "DURABLE_AGUI_POSTGRES_URL": server.new_database(),
+    }
+
+
+def store_of(env: dict[str, str], data_dir: Path) -> SessionStore:
+    """The session store that processes started with ``env`` and ``data_dir`` use."""
+    return session_store(
+        Settings(
+            data_dir=data_dir,
+            session_store=env.get("DURABLE_AGUI_SESSION_STORE", "file"),  # type: ignore[arg-type]
+            postgres_url=env.get("DURABLE_AGUI_POSTGRES_URL"),
+        )
+    )
 
 
 @pytest.fixture
@@ -34,10 +78,16 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings for one test: its own session store and task queue."""
-    return Settings(data_dir=tmp_path / "data", task_queue=f"test-{tmp_path.name}")
+@pytest.fixture(params=STORES)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings for one test: its own session store (each kind in turn) and task queue."""
+    env = store_env(request, request.param)
+    return Settings(
+        data_dir=tmp_path / "data",
+        task_queue=f"test-{tmp_path.name}",
+        session_store=request.param,
+        postgres_url=env.get("DURABLE_AGUI_POSTGRES_URL"),
+    )
 
 
 class DevStack:
@@ -55,6 +105,10 @@ class DevStack:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def store(self) -> SessionStore:
+        return store_of(self.env, self.data_dir)
 
     @property
     def temporal_address(self) -> str:
@@ -107,10 +161,12 @@ class DevStack:
         )
 
 
-@pytest.fixture
-def dev_stack(tmp_path: Path) -> Iterator[DevStack]:
-    """A ``durable-agui dev`` stack (not started); stopped after the test, also on failure."""
-    stack = DevStack(tmp_path / "data", tmp_path / "dev.log")
+@pytest.fixture(params=STORES)
+def dev_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DevStack]:
+    """A ``durable-agui dev`` stack (not started) on each session store in turn; stopped
+    after the test, also on failure."""
+    env = store_env(request, request.param)
+    stack = DevStack(tmp_path / "data", tmp_path / "dev.log", env=env)
     try:
         yield stack
     finally:
@@ -150,8 +206,8 @@ class Cluster:
         self.api_urls: dict[str, str] = {}
 
     @property
-    def sessions_dir(self) -> Path:
-        return self.data_dir / "sessions"
+    def store(self) -> SessionStore:
+        return store_of(self.env, self.data_dir)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None) -> None:
         log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
@@ -202,10 +258,11 @@ class Cluster:
         self.server.stop()
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """A started dev server with no workers or APIs yet; everything is stopped afterwards."""
-    running = Cluster(tmp_path)
+@pytest.fixture(params=STORES)
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    """A started dev server with no workers or APIs yet, sharing each session store in turn;
+    everything is stopped afterwards."""
+    running = Cluster(tmp_path, env=store_env(request, request.param))
     running.server.start()
     try:
         yield running

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
+from sqlalchemy import select
 from strands import Agent
-from strands.session.file_session_manager import FileSessionManager
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -28,6 +27,9 @@ from durable_agui.contract import (
     workflow_id_for,
 )
 from durable_agui.settings import Settings
+from sessions import SessionStore
+from sessions.postgres import PostgresSessionStore, agent_table, message_table, session_table
+from sessions.store import FileSessionStore
 from workflows import AgentThreadWorkflow
 
 CONFIRM_BOOKING = FrontendTool(
@@ -92,19 +94,33 @@ def text_of(events: list[dict[str, Any]]) -> str:
     return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
 
 
-def message_files(sessions_dir: Path, thread_id: str) -> list[Path]:
-    folder = sessions_dir / f"session_{thread_id}" / "agents" / "agent_default" / "messages"
-    return sorted(folder.glob("message_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
+    """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
+    if isinstance(store, FileSessionStore):
+        paths = [store.message_path(thread_id, n) for n in range(store.count_messages(thread_id))]
+        return [json.loads(p.read_text())["message"] for p in paths]
+    assert isinstance(store, PostgresSessionStore)
+    with store.engine.connect() as connection:
+        rows = connection.scalars(
+            select(message_table.c.data)
+            .where(message_table.c.session_id == thread_id)
+            .order_by(message_table.c.message_id)
+        )
+        return [json.loads(data)["message"] for data in rows]
 
 
-def persisted_messages(sessions_dir: Path, thread_id: str) -> list[dict[str, Any]]:
-    """The thread's Strands messages as stored on disk, in order."""
-    return [json.loads(p.read_text())["message"] for p in message_files(sessions_dir, thread_id)]
-
-
-def store_snapshot(sessions_dir: Path) -> dict[str, bytes]:
-    """Every file of the session store, for checking that nothing was written."""
-    return {str(p): p.read_bytes() for p in sorted(sessions_dir.rglob("*")) if p.is_file()}
+def store_snapshot(store: SessionStore) -> dict[str, Any]:
+    """Everything the session store holds, for checking that nothing was written."""
+    if isinstance(store, FileSessionStore):
+        folder = store.sessions_dir
+        return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    assert isinstance(store, PostgresSessionStore)
+    snapshot: dict[str, Any] = {}
+    with store.engine.connect() as connection:
+        for table in (session_table, agent_table, message_table):
+            rows = connection.execute(select(table).order_by(*table.primary_key.columns))
+            snapshot[table.name] = [tuple(row) for row in rows]
+    return snapshot
 
 
 async def post_run(
@@ -200,13 +216,13 @@ def check_stream(events: list[dict[str, Any]]) -> None:
     assert not errors, [(d.rule, d.message) for d in errors]
 
 
-def rebuilt_history(sessions_dir: Path, thread_id: str) -> list[dict[str, Any]]:
+def rebuilt_history(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's messages as a fresh Strands ``Agent`` rebuilds them from the store.
 
     Each message keeps only ``role`` and ``content`` (``tracking_id`` is random and
     ``metadata`` carries usage numbers).
     """
-    session = FileSessionManager(session_id=thread_id, storage_dir=str(sessions_dir))
+    session = store.open(thread_id)
     agent = Agent(
         model=OfflineModel(), session_manager=session, agent_id="default", callback_handler=None
     )

@@ -118,7 +118,7 @@ async def test_result_for_an_id_never_emitted_is_409_and_stores_nothing(
     http: httpx.AsyncClient, running_stack: DevStack
 ) -> None:
     wire_id, user = await pending_thread(http, "t-unknown-id")
-    before = store_snapshot(running_stack.data_dir / "sessions")
+    before = store_snapshot(running_stack.store)
     body = run_input(
         "t-unknown-id", "r2", [user, tool_message("call_forged", "yes")], [CONFIRM_BOOKING]
     )
@@ -133,7 +133,7 @@ async def test_result_for_an_id_never_emitted_is_409_and_stores_nothing(
     assert view["status"] == "awaiting_tool_results"
     assert view["pendingToolCalls"][0]["toolCallId"] == wire_id
     assert view["pendingToolCalls"][0]["answered"] is False
-    assert store_snapshot(running_stack.data_dir / "sessions") == before
+    assert store_snapshot(running_stack.store) == before
 
 
 async def test_rest_trigger_continues_the_thread_and_retries_are_acknowledged(
@@ -152,7 +152,7 @@ async def test_rest_trigger_continues_the_thread_and_retries_are_acknowledged(
     assert events[-1]["type"] == "RUN_FINISHED"
 
     # The same answer again, by REST or in a run, changes nothing and calls no model.
-    stored_before = persisted_messages(running_stack.data_dir / "sessions", "t-rest")
+    stored_before = persisted_messages(running_stack.store, "t-rest")
     again = await http.post(
         "/threads/t-rest/tool-results",
         json={"results": [{"toolCallId": wire_id, "content": "", "error": "card declined"}]},
@@ -166,7 +166,7 @@ async def test_rest_trigger_continues_the_thread_and_retries_are_acknowledged(
     history = (await http.get("/threads/t-rest/messages")).json()["messages"]
     tool = next(m for m in history if m["role"] == "tool")
     assert tool["error"] == "card declined" and tool["toolCallId"] == wire_id
-    assert persisted_messages(running_stack.data_dir / "sessions", "t-rest") == stored_before
+    assert persisted_messages(running_stack.store, "t-rest") == stored_before
 
 
 async def test_conflicting_second_answer_is_409(http: httpx.AsyncClient) -> None:
@@ -193,7 +193,7 @@ async def test_resent_transcript_and_retried_run_cause_no_second_turn(
     assert retried == first
     _, reloaded = await post_run(http, "demo", run_input("t-resend", "r2", [user], []))
     assert [e["type"] for e in reloaded] == ["RUN_STARTED", "RUN_FINISHED"]
-    stored = persisted_messages(running_stack.data_dir / "sessions", "t-resend")
+    stored = persisted_messages(running_stack.store, "t-resend")
     assert [m["role"] for m in stored] == ["user", "assistant"]
 
 
@@ -210,7 +210,7 @@ async def test_two_runs_at_once_are_queued_never_interleaved(
     (status_a, events_a), (status_b, events_b) = await asyncio.gather(run_a, run_b)
     assert status_a == status_b == 200
     assert text_of(events_a) == "echo: first" and text_of(events_b) == "echo: second"
-    stored = persisted_messages(running_stack.data_dir / "sessions", "t-queue")
+    stored = persisted_messages(running_stack.store, "t-queue")
     texts = [(m["role"], m["content"][0]["text"]) for m in stored]
     assert texts == [
         ("user", "first"), ("assistant", "echo: first"),
@@ -288,7 +288,7 @@ async def test_reused_run_id_or_message_id_with_other_content_is_409(
     changed = {"id": "m1", "role": "user", "content": "edited first"}
     status, body = await post_run(http, "demo", run_input("t-reuse", "r2", [changed], []))
     assert status == 409 and body[0]["detail"]["type"] == "MessageIdReused"
-    stored = persisted_messages(running_stack.data_dir / "sessions", "t-reuse")
+    stored = persisted_messages(running_stack.store, "t-reuse")
     assert [m["content"][0]["text"] for m in stored] == ["first", "echo: first"]
 
 
@@ -356,7 +356,7 @@ async def test_images_nested_content_and_datetimes_survive_the_round_trip(
     user = {"id": "u1", "role": "user", "content": [{"type": "text", "text": "look"}, image]}
     status, events = await post_run(http, "demo", run_input("t-data", "r1", [user], []))
     assert status == 200 and text_of(events) == "echo: look"
-    stored = persisted_messages(running_stack.data_dir / "sessions", "t-data")
+    stored = persisted_messages(running_stack.store, "t-data")
     assert stored[0]["content"][1]["image"]["format"] == "png"  # kept as bytes, not as text
     listed = (await http.get("/threads/t-data/messages")).json()["messages"]
     assert listed[0]["content"] == [{"type": "text", "text": "look"}, image]

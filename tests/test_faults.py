@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 from strands import Agent
-from strands.session.file_session_manager import FileSessionManager
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -82,7 +81,7 @@ async def test_worker_killed_while_the_model_streams(cluster: Cluster) -> None:
         check_stream(events)
         assert events[-1]["type"] == "RUN_FINISHED"
         assert text_of(after_retry(events)) == f"echo: {text}"
-        assert rebuilt_history(cluster.sessions_dir, "f-model") == [
+        assert rebuilt_history(cluster.store, "f-model") == [
             {"role": "user", "content": [{"text": text}]},
             {"role": "assistant", "content": [{"text": f"echo: {text}"}]},
         ]
@@ -109,7 +108,7 @@ async def test_worker_killed_while_a_backend_tool_runs(cluster: Cluster) -> None
     result = next(e for e in retried if e["type"] == "TOOL_CALL_RESULT")
     assert json.loads(result["content"])["flight"] == "K1"
     assert text_of(retried) == f"lookup_flight -> success: {result['content']}"
-    history = rebuilt_history(cluster.sessions_dir, "f-tool")
+    history = rebuilt_history(cluster.store, "f-tool")
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     (use,) = tool_uses(history[1])
     assert history[2]["content"][0]["toolResult"]["toolUseId"] == use["toolUseId"]
@@ -225,7 +224,7 @@ async def test_two_workers_two_apis_200_threads_share_one_store(cluster: Cluster
         texts = await asyncio.gather(*(round_trip(n, [one, two]) for n in range(200)))
     assert texts == [f"confirm_booking -> success: ok {n}" for n in range(200)]
     for n in range(200):
-        history = rebuilt_history(cluster.sessions_dir, f"many-{n}")
+        history = rebuilt_history(cluster.store, f"many-{n}")
         (use,) = tool_uses(history[1])
         assert history == [
             {"role": "user", "content": [{"text": f'call confirm_booking {{"n":{n}}}'}]},
@@ -253,7 +252,7 @@ def seed_long_history(cluster: Cluster, thread: str, count: int) -> None:
         {"role": "user" if n % 2 == 0 else "assistant", "content": [{"text": f"earlier {n}"}]}
         for n in range(count)
     ]
-    session = FileSessionManager(session_id=thread, storage_dir=str(cluster.sessions_dir))
+    session = cluster.store.open(thread)
     Agent(
         model=OfflineModel(),
         messages=messages,
@@ -293,7 +292,7 @@ async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> N
         events = parse_sse((await http.get((await answer).json()["eventsUrl"])).text)
     check_stream(events)
     assert text_of(events) == "confirm_booking -> success: yes"
-    history = persisted_messages(cluster.sessions_dir, thread)
+    history = persisted_messages(cluster.store, thread)
     assert len(history) == 3000 + 4
     assert [m["role"] for m in history[3000:]] == ["user", "assistant", "user", "assistant"]
     (use,) = tool_uses(history[3001])

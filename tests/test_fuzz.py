@@ -17,7 +17,7 @@ async def test_fuzzing_the_api_finds_no_server_error_and_breaks_no_thread(
     async with httpx.AsyncClient(base_url=running_stack.url, timeout=60) as http:
         user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"f":1}'}
         await post_run(http, "demo", run_input("fuzz-witness", "r1", [user], [CONFIRM_BOOKING]))
-        before = persisted_messages(running_stack.data_dir / "sessions", "fuzz-witness")
+        before = persisted_messages(running_stack.store, "fuzz-witness")
         view_before = (await http.get("/threads/fuzz-witness")).json()
     done = subprocess.run(
         [
@@ -33,7 +33,7 @@ async def test_fuzzing_the_api_finds_no_server_error_and_breaks_no_thread(
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:]
     assert " passed" in done.stdout and "failed" not in done.stdout.split("SUMMARY")[-1]
-    assert persisted_messages(running_stack.data_dir / "sessions", "fuzz-witness") == before
+    assert persisted_messages(running_stack.store, "fuzz-witness") == before
     async with httpx.AsyncClient(base_url=running_stack.url, timeout=60) as http:
         view_after = (await http.get("/threads/fuzz-witness")).json()
     assert view_after["pendingToolCalls"] == view_before["pendingToolCalls"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from durable_agui.devserver import free_port
 from sessions import PLACEHOLDER_TEXT
-from tests.conftest import BIN, DevStack
+from tests.conftest import BIN, STORES, DevStack, store_env
 from tests.support import (
     CHOOSE_SEAT,
     CONFIRM_BOOKING,
@@ -40,13 +39,17 @@ EXPIRED = "The client did not answer this tool call before its deadline."
 DENIED = "The person declined this action; it was not run."
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    """A running stack whose model streams slowly enough to cancel a turn mid-way."""
+@pytest.fixture(scope="module", params=STORES)
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    """A running stack whose model streams slowly enough to cancel a turn mid-way, on each
+    session store in turn."""
     folder = tmp_path_factory.mktemp("hitl")
     env = {
         "DURABLE_AGUI_OFFLINE_FIRST_CHUNK_DELAY_MS": "200",
         "DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "50",
+        **store_env(request, request.param),
     }
     running = DevStack(folder / "data", folder / "dev.log", env=env)
     running.start()
@@ -120,7 +123,7 @@ class Thread:
             )
 
     def history(self, stack: DevStack) -> list[dict[str, Any]]:
-        return rebuilt_history(stack.data_dir / "sessions", self.thread_id)
+        return rebuilt_history(stack.store, self.thread_id)
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:
@@ -256,7 +259,7 @@ async def test_same_answer_again_is_acknowledged_without_a_model_call(
     (wire_id,) = pending_ids(r1)
     _, r2 = await thread.run(answers={wire_id: "yes"})
     assert text_of(r2) == "confirm_booking -> success: yes"
-    before = store_snapshot(stack.data_dir / "sessions")
+    before = store_snapshot(stack.store)
     # The client retries with the same transcript in a new run, and by REST.
     thread.messages = [m for m in thread.messages if m["id"] != "a2"]
     _, again = await thread.run()
@@ -266,7 +269,7 @@ async def test_same_answer_again_is_acknowledged_without_a_model_call(
         json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
     )
     assert rest.json()["acknowledged"] == [wire_id] and rest.json()["runId"] is None
-    assert store_snapshot(stack.data_dir / "sessions") == before
+    assert store_snapshot(stack.store) == before
 
 
 async def test_new_user_message_abandons_pending_calls_with_an_explicit_error(
@@ -327,12 +330,12 @@ async def test_approval_interrupt_resolved_runs_the_tool_with_the_payload(
     }
     assert (await http.get("/threads/hitl-approve")).json()["status"] == "awaiting_approval"
 
-    before = store_snapshot(stack.data_dir / "sessions")
+    before = store_snapshot(stack.store)
     status, refused = await thread.run("hello?")  # does not answer the interrupt
     assert status == 409 and refused[0]["detail"]["type"] == "InterruptsUnanswered"
     status, unknown = await thread.run(resume=[{"interruptId": "nope", "status": "resolved"}])
     assert status == 409 and unknown[0]["detail"]["type"] == "UnknownInterrupt"
-    assert store_snapshot(stack.data_dir / "sessions") == before
+    assert store_snapshot(stack.store) == before
     thread.messages = thread.messages[:2]
 
     _, r2 = await thread.run(
@@ -394,7 +397,7 @@ async def test_cancel_stops_a_running_turn_and_leaves_a_valid_session(
     check_stream(events)
     assert events[-1]["outcome"] == {"type": "cancelled"}
     assert len(text_of(events)) < len(f"echo: {long_text}")
-    assert [m["role"] for m in rebuilt_history(stack.data_dir / "sessions", "hitl-cancel")] == [
+    assert [m["role"] for m in rebuilt_history(stack.store, "hitl-cancel")] == [
         "user", "assistant",
     ]  # fmt: skip
     assert (await http.post("/threads/hitl-cancel/cancel")).status_code == 409
@@ -413,7 +416,7 @@ async def test_two_api_processes_never_interleave_turns(
 ) -> None:
     port = free_port()
     env = {
-        **os.environ,
+        **stack.env,  # the same session store
         "DURABLE_AGUI_TEMPORAL_ADDRESS": stack.temporal_address,
         "DURABLE_AGUI_DATA_DIR": str(stack.data_dir),
     }
@@ -438,7 +441,7 @@ async def test_two_api_processes_never_interleave_turns(
                 post_run(other, "demo", run_input("hitl-two-apis", "b", [two], [])),
             )
         assert [status for status, _ in results] == [200, 200]
-        history = rebuilt_history(stack.data_dir / "sessions", "hitl-two-apis")
+        history = rebuilt_history(stack.store, "hitl-two-apis")
         pairs = [(m["role"], m["content"][0]["text"]) for m in history]
         first_user = pairs[0][1].removeprefix("from ")
         second_user = pairs[2][1].removeprefix("from ")

@@ -63,7 +63,7 @@ async def test_a_burst_of_messages_across_rollovers_is_neither_lost_nor_doubled(
         # The same messages re-sent after the rollovers: taken in once, no new turn.
         status, again = await post_run(http, "demo", run_input(thread, "again", sent[-1:], []))
         assert status == 200 and text_of(again) == ""
-    history = rebuilt_history(stack.data_dir / "sessions", thread)
+    history = rebuilt_history(stack.store, thread)
     users = [m["content"][0]["text"] for m in history if m["role"] == "user"]
     assert sorted(users) == sorted(f"message {n}" for n in range(9))
     assert len(history) == 18

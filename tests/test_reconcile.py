@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from strands import Agent
 from temporalio.testing import ActivityEnvironment
 
@@ -17,14 +15,14 @@ from durable_agui.contract import (
     UserInput,
 )
 from durable_agui.settings import Settings
-from sessions import PLACEHOLDER_TEXT, open_session
+from sessions import PLACEHOLDER_TEXT, session_store
 from tests.support import store_snapshot
 
 
 def seeded_thread(settings: Settings, thread: str) -> list[str]:
     """A session as run_turn leaves it after two frontend calls: returns their native ids."""
     tools = [placeholder_tool(frontend_spec(FrontendTool(name=name))) for name in ("a", "b")]
-    session = open_session(settings.sessions_dir, thread)
+    session = session_store(settings).open(thread)
     agent = Agent(
         model=OfflineModel(),
         tools=tools,
@@ -36,8 +34,7 @@ def seeded_thread(settings: Settings, thread: str) -> list[str]:
     return [block["toolUse"]["toolUseId"] for block in agent.messages[1]["content"]]
 
 
-async def test_a_retried_reconcile_is_a_no_op(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path)
+async def test_a_retried_reconcile_is_a_no_op(settings: Settings) -> None:
     native_a, native_b = seeded_thread(settings, "rec")
     activity = ReconcileActivities(settings).reconcile_session
     request = ReconcileInput(
@@ -51,11 +48,11 @@ async def test_a_retried_reconcile_is_a_no_op(tmp_path: Path) -> None:
     )
     first = await ActivityEnvironment().run(activity, request)
     assert sorted(first.rewritten) == sorted([native_a, native_b]) and first.user_input_appended
-    on_disk = store_snapshot(settings.sessions_dir)
+    on_disk = store_snapshot(session_store(settings))
     again = await ActivityEnvironment().run(activity, request)  # as a retry would
     assert again.rewritten == [] and sorted(again.unchanged) == sorted([native_a, native_b])
-    assert store_snapshot(settings.sessions_dir) == on_disk
-    stored = open_session(settings.sessions_dir, "rec").list_messages("rec", "default")
+    assert store_snapshot(session_store(settings)) == on_disk
+    stored = session_store(settings).list_messages("rec")
     assert PLACEHOLDER_TEXT not in str([m.message for m in stored])
     assert stored[-1].message["content"] == [
         {"toolResult": {"toolUseId": native_a, "status": "success", "content": [{"text": "yes"}]}},
@@ -64,8 +61,7 @@ async def test_a_retried_reconcile_is_a_no_op(tmp_path: Path) -> None:
     ]
 
 
-async def test_a_missing_placeholder_is_reported_not_fatal(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path)
+async def test_a_missing_placeholder_is_reported_not_fatal(settings: Settings) -> None:
     seeded_thread(settings, "gone")
     request = ReconcileInput(
         thread_id="gone",

@@ -11,10 +11,10 @@ from sessions import PLACEHOLDER_TEXT
 from tests.conftest import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
-    message_files,
     persisted_messages,
     post_run,
     run_input,
+    store_snapshot,
     text_of,
 )
 
@@ -85,8 +85,7 @@ async def test_frontend_tool_round_trip_survives_a_full_restart(dev_stack: DevSt
             "content": '{"approved":true}',
         }
 
-    sessions = dev_stack.data_dir / "sessions"
-    stored = persisted_messages(sessions, thread)
+    stored = persisted_messages(dev_stack.store, thread)
     assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
     native_id = stored[1]["content"][0]["toolUse"]["toolUseId"]
     assert stored[2]["content"] == [
@@ -98,8 +97,7 @@ async def test_frontend_tool_round_trip_survives_a_full_restart(dev_stack: DevSt
             }
         }
     ]
-    for path in message_files(sessions, thread):
-        assert PLACEHOLDER_TEXT not in path.read_text()
+    assert PLACEHOLDER_TEXT not in str(store_snapshot(dev_stack.store))
     user_texts = [
         b["text"] for m in stored if m["role"] == "user" for b in m["content"] if "text" in b
     ]

@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.contract import ThreadStatus, ToolResult, ToolResultsRequest, workflow_id_for
 from durable_agui.settings import Settings
 from durable_agui.worker import build_worker
-from sessions import PLACEHOLDER_TEXT
+from sessions import PLACEHOLDER_TEXT, session_store
 from tests.support import (
     CHOOSE_SEAT,
     CONFIRM_BOOKING,
@@ -66,7 +66,7 @@ async def test_thread_waits_three_days_for_a_frontend_result_then_completes(
         done = await thread_state(client, "t-3days")
         assert done.status == ThreadStatus.IDLE and done.pending_tool_calls == []
         native_id = done.tool_call_ids[wire_id]
-        stored = persisted_messages(settings.sessions_dir, "t-3days")
+        stored = persisted_messages(session_store(settings), "t-3days")
         assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
         assert stored[2]["content"] == [
             {
@@ -104,7 +104,7 @@ async def test_unknown_and_conflicting_results_are_refused_and_change_nothing(
 
         first = await send("partial", ToolResult(tool_call_id=wire_ids[0], content="yes"))
         before_state = await thread_state(client, thread)
-        before_store = store_snapshot(settings.sessions_dir)
+        before_store = store_snapshot(session_store(settings))
 
         with pytest.raises(WorkflowUpdateFailedError) as unknown:
             await send("x1", ToolResult(tool_call_id="call_never_emitted", content="hi"))
@@ -127,7 +127,7 @@ async def test_unknown_and_conflicting_results_are_refused_and_change_nothing(
             )
 
         assert await thread_state(client, thread) == before_state
-        assert store_snapshot(settings.sessions_dir) == before_store
+        assert store_snapshot(session_store(settings)) == before_store
         assert getattr(first, "still_pending", None) == [wire_ids[1]]
 
         done = await send("r2", ToolResult(tool_call_id=wire_ids[1], content="12A"))
@@ -165,7 +165,7 @@ async def test_unanswered_call_expires_after_the_default_24_hours(
         expired = await thread_state(client, thread)
         assert expired.status == ThreadStatus.IDLE and expired.pending_tool_calls == []
         native_id = expired.tool_call_ids[wire_id]
-        stored = persisted_messages(settings.sessions_dir, thread)
+        stored = persisted_messages(session_store(settings), thread)
         assert stored[-1]["content"] == [
             {
                 "toolResult": {

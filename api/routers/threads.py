@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Path
 from fastapi.responses import StreamingResponse
-from strands.types.session import SessionMessage
 
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
@@ -28,13 +27,12 @@ from api.streaming import run_event_frames, sse_response
 from api.thread_client import cancel_run, owned_thread_state, submit_tool_results
 from api.transcript import to_agui_messages
 from durable_agui.contract import (
-    AGENT_ID,
     ResumeAnswer,
     ToolResult,
     ToolResultsRequest,
     workflow_id_for,
 )
-from sessions import open_session
+from sessions import session_store
 
 router = APIRouter(prefix="/threads", tags=["threads"])
 
@@ -95,14 +93,7 @@ async def get_messages(
     """The persisted history as AG-UI messages; tool call ids are wire ids."""
     state = await owned_thread_state(client, thread_id, principal)
 
-    def read() -> list[SessionMessage]:
-        session = open_session(settings.sessions_dir, thread_id)
-        try:
-            return session.list_messages(thread_id, AGENT_ID)
-        except Exception:  # no turn has written messages yet
-            return []
-
-    persisted = await asyncio.to_thread(read)
+    persisted = await asyncio.to_thread(session_store(settings).list_messages, thread_id)
     native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
     pending_native = {call.native_id for call in state.pending_tool_calls}
     return ThreadMessages(

@@ -1,0 +1,113 @@
+"""A real PostgreSQL server for the tests: Debian's ``postgresql`` binaries, a throwaway
+cluster on a free loopback port, one fresh database per store under test."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+
+from durable_agui.devserver import free_port
+
+
+def postgres_bin() -> Path | None:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` (Debian), else ``initdb`` on PATH."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version)
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def _version(path: str) -> int:
+    return int(Path(path).parent.parent.name.split(".")[0])
+
+
+class PostgresServer:
+    """``initdb`` + ``postgres`` on 127.0.0.1:<free port>, trust auth, fsync off (throwaway).
+
+    PostgreSQL refuses to run as root, so under root it runs as the ``postgres`` user that
+    Debian's package creates.
+    """
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.port = free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="durable-agui-pg-"))
+        self._user: str | None = "postgres" if os.geteuid() == 0 else None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _run_as(self) -> dict[str, str]:
+        return {"user": self._user, "group": self._user} if self._user else {}
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        if self._user:
+            entry = pwd.getpwnam(self._user)
+            os.chown(self.folder, entry.pw_uid, entry.pw_gid)
+        data = self.folder / "data"
+        subprocess.run(
+            [
+                *(str(self.bin_dir / "initdb"), "-D", str(data), "-U", "postgres"),
+                *("-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"),
+            ],
+            check=True,
+            capture_output=True,
+            **self._run_as(),  # type: ignore[arg-type]
+        )
+        log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115 - closed with the process
+        self._process = subprocess.Popen(
+            [
+                *(str(self.bin_dir / "postgres"), "-D", str(data), "-p", str(self.port)),
+                *("-k", str(self.folder), "-c", "listen_addresses=127.0.0.1"),
+                *("-c", "fsync=off", "-c", "max_connections=300"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            **self._run_as(),  # type: ignore[arg-type]
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"postgres exited: {self.log()}")
+            try:
+                with psycopg.connect(self.dsn("postgres"), connect_timeout=1):
+                    return
+            except psycopg.OperationalError:
+                time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"postgres did not come up: {self.log()}")
+
+    def log(self) -> str:
+        return (self.folder / "postgres.log").read_text(errors="replace")
+
+    def dsn(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """Create an empty database; returns its SQLAlchemy URL (psycopg 3 driver)."""
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.dsn("postgres"), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT), SIGKILL if that takes too long; the folder goes too."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(2)
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.folder)
