@@ -7,9 +7,11 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import boto3
 import httpx
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -24,6 +26,48 @@ BIN = Path(sys.executable).parent
 
 STORES = ["file", "postgres"]
 """The session stores the scenario tests run against (``params=STORES``)."""
+ALL_STORES = [*STORES, "s3"]
+"""With S3 too (an S3-compatible server from ``moto``): the round trip and the expiry."""
+
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "durable-agui-test",
+    "AWS_SECRET_ACCESS_KEY": "durable-agui-test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """An S3-compatible server (``moto_server``) on a free loopback port; yields its URL.
+    Test credentials go into this process's environment for the session."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    saved = {name: os.environ.get(name) for name in S3_CREDENTIALS}
+    os.environ.update(S3_CREDENTIALS)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("moto_server did not come up") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.kill()
+        process.wait()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +91,16 @@ def store_env(request: pytest.FixtureRequest, kind: str) -> dict[str, str]:
     """Environment selecting session store ``kind``; ``postgres`` gets a fresh database."""
     if kind == "file":
         return {}
+    if kind == "s3":
+        endpoint: str = request.getfixturevalue("s3_server")
+        bucket = f"t-{uuid.uuid4().hex[:12]}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+        return {
+            **S3_CREDENTIALS,
+            "DURABLE_AGUI_SESSION_STORE": "s3",
+            "DURABLE_AGUI_S3_BUCKET": bucket,
+            "DURABLE_AGUI_S3_ENDPOINT_URL": endpoint,
+        }
     server: PostgresServer = request.getfixturevalue("postgres_server")
     return {
         "DURABLE_AGUI_SESSION_STORE": "postgres",
@@ -61,6 +115,8 @@ def store_of(env: dict[str, str], data_dir: Path) -> SessionStore:
             data_dir=data_dir,
             session_store=env.get("DURABLE_AGUI_SESSION_STORE", "file"),  # type: ignore[arg-type]
             postgres_url=env.get("DURABLE_AGUI_POSTGRES_URL"),
+            s3_bucket=env.get("DURABLE_AGUI_S3_BUCKET"),
+            s3_endpoint_url=env.get("DURABLE_AGUI_S3_ENDPOINT_URL"),
         )
     )
 
@@ -161,7 +217,7 @@ class DevStack:
         )
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture(params=ALL_STORES)
 def dev_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DevStack]:
     """A ``durable-agui dev`` stack (not started) on each session store in turn; stopped
     after the test, also on failure."""

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import boto3
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
 from sqlalchemy import select
@@ -29,7 +30,7 @@ from durable_agui.contract import (
 from durable_agui.settings import Settings
 from sessions import SessionStore
 from sessions.postgres import PostgresSessionStore, agent_table, message_table, session_table
-from sessions.store import FileSessionStore
+from sessions.store import FileSessionStore, S3SessionStore
 from workflows import AgentThreadWorkflow
 
 CONFIRM_BOOKING = FrontendTool(
@@ -99,6 +100,8 @@ def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, An
     if isinstance(store, FileSessionStore):
         paths = [store.message_path(thread_id, n) for n in range(store.count_messages(thread_id))]
         return [json.loads(p.read_text())["message"] for p in paths]
+    if isinstance(store, S3SessionStore):
+        return [m.message for m in store.list_messages(thread_id)]
     assert isinstance(store, PostgresSessionStore)
     with store.engine.connect() as connection:
         rows = connection.scalars(
@@ -114,6 +117,13 @@ def store_snapshot(store: SessionStore) -> dict[str, Any]:
     if isinstance(store, FileSessionStore):
         folder = store.sessions_dir
         return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    if isinstance(store, S3SessionStore):
+        client = boto3.client("s3", endpoint_url=store.endpoint_url)
+        listing = client.list_objects_v2(Bucket=store.bucket).get("Contents", [])
+        return {
+            item["Key"]: client.get_object(Bucket=store.bucket, Key=item["Key"])["Body"].read()
+            for item in listing
+        }
     assert isinstance(store, PostgresSessionStore)
     snapshot: dict[str, Any] = {}
     with store.engine.connect() as connection:

@@ -1,0 +1,171 @@
+"""The session stores on real servers: count and truncate in every store; for PostgreSQL
+the Strands repository contract, writers racing, migrations from several processes, and text
+that ``jsonb`` would refuse."""
+
+from __future__ import annotations
+
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from strands import Agent
+from strands.types.exceptions import SessionException
+from strands.types.session import SessionAgent, SessionMessage
+
+from agents.offline_model import OfflineModel
+from durable_agui.settings import Settings
+from sessions import session_store
+from sessions.postgres import VERSION_TABLE, PostgresSessionStore
+from tests.conftest import ALL_STORES, BIN, store_env, store_of
+from tests.postgres import PostgresServer
+
+
+@pytest.fixture
+def store(postgres_server: PostgresServer) -> PostgresSessionStore:
+    settings = Settings(session_store="postgres", postgres_url=postgres_server.new_database())
+    chosen = session_store(settings)
+    assert isinstance(chosen, PostgresSessionStore)
+    return chosen
+
+
+AGENT_RECORD = SessionAgent(agent_id="default", state={}, conversation_manager_state={})
+
+
+def message(index: int, words: str) -> SessionMessage:
+    return SessionMessage.from_message({"role": "user", "content": [{"text": words}]}, index)
+
+
+def test_an_agent_persists_and_a_fresh_one_rebuilds_it(store: PostgresSessionStore) -> None:
+    agent = Agent(
+        model=OfflineModel(),
+        session_manager=store.open("pg-agent"),
+        agent_id="default",
+        callback_handler=None,
+    )
+    agent("hello")
+    agent("again")
+    rebuilt = Agent(
+        model=OfflineModel(),
+        session_manager=store.open("pg-agent"),
+        agent_id="default",
+        callback_handler=None,
+    )
+    assert rebuilt.messages == agent.messages
+    assert [m["content"][0]["text"] for m in rebuilt.messages] == [
+        "hello", "echo: hello", "again", "echo: again",
+    ]  # fmt: skip
+    assert store.count_messages("pg-agent") == 4
+
+
+def test_update_keeps_created_at_and_missing_records_raise(store: PostgresSessionStore) -> None:
+    repository = store.open("pg-update").session_repository
+    repository.create_agent("pg-update", AGENT_RECORD)
+    repository.create_message("pg-update", "default", message(0, "first"))
+    created = repository.read_message("pg-update", "default", 0)
+    assert created is not None
+    repository.update_message("pg-update", "default", message(0, "patched"))
+    patched = repository.read_message("pg-update", "default", 0)
+    assert patched is not None and patched.message["content"] == [{"text": "patched"}]
+    assert patched.created_at == created.created_at
+    with pytest.raises(SessionException):
+        repository.update_message("pg-update", "default", message(7, "never written"))
+    with pytest.raises(SessionException):
+        repository.update_agent(
+            "pg-update", SessionAgent(agent_id="nobody", state={}, conversation_manager_state={})
+        )
+    assert repository.list_messages("pg-nothing", "default") == []
+
+
+@pytest.mark.parametrize("kind", ALL_STORES)
+def test_truncate_cuts_the_tail_and_only_that_thread(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = store_of(store_env(request, kind), tmp_path)
+    assert store.count_messages("pg-cut") == 0
+    for thread in ("pg-cut", "pg-other"):
+        repository = store.open(thread).session_repository
+        repository.create_agent(thread, AGENT_RECORD)
+        for index in range(5):
+            repository.create_message(thread, "default", message(index, f"m{index}"))
+    assert store.truncate_messages("pg-cut", 2) == 3
+    assert store.truncate_messages("pg-cut", 2) == 0  # a retried cut is a no-op
+    assert [m.message_id for m in store.list_messages("pg-cut")] == [0, 1]
+    assert store.count_messages("pg-other") == 5
+
+
+def test_text_jsonb_would_refuse_survives(store: PostgresSessionStore) -> None:
+    repository = store.open("pg-text").session_repository
+    repository.create_agent("pg-text", AGENT_RECORD)
+    odd = 'nul \x00 here, emoji 🛫, lone surrogate \udc80, quote " and backslash \\'
+    repository.create_message("pg-text", "default", message(0, odd))
+    stored = repository.read_message("pg-text", "default", 0)
+    assert stored is not None and stored.message["content"] == [{"text": odd}]
+
+
+def test_racing_writers_leave_one_row_each(store: PostgresSessionStore) -> None:
+    """Many processes' worth of writers on the same ids: no duplicate-key error, one row per
+    message id, and the session created once however many open it at the same moment."""
+
+    def open_and_write(n: int) -> None:
+        repository = store.open("pg-race").session_repository
+        repository.create_agent("pg-race", AGENT_RECORD)
+        repository.create_message("pg-race", "default", message(n % 4, f"writer {n}"))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(open_and_write, range(64)))
+    assert store.count_messages("pg-race") == 4
+    with store.engine.connect() as connection:
+        sessions = connection.scalar(text("SELECT count(*) FROM strands_session"))
+    assert sessions == 1
+
+
+def test_migrations_from_several_processes_at_once(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    url = postgres_server.new_database()
+    env = {"DURABLE_AGUI_SESSION_STORE": "postgres", "DURABLE_AGUI_POSTGRES_URL": url}
+    migrators = [
+        subprocess.Popen(
+            [str(BIN / "durable-agui"), "migrate"],
+            env={"PATH": str(BIN), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(4)
+    ]
+    outputs = [m.communicate(timeout=120)[0].decode() for m in migrators]
+    assert [m.returncode for m in migrators] == [0, 0, 0, 0], outputs
+    assert all("schema is current" in output for output in outputs)
+    assert "postgres@" in outputs[0]
+    engine = create_engine(url)
+    try:
+        tables = set(inspect(engine).get_table_names())
+        assert {"strands_session", "strands_agent", "strands_message", VERSION_TABLE} <= tables
+        with engine.connect() as connection:
+            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0001"
+    finally:
+        engine.dispose()
+
+
+def test_an_unreachable_database_stops_the_worker_with_a_clear_error(tmp_path: Path) -> None:
+    env = {
+        "PATH": str(BIN),
+        "DURABLE_AGUI_SESSION_STORE": "postgres",
+        "DURABLE_AGUI_POSTGRES_URL": "postgresql+psycopg://nobody@127.0.0.1:9/none",
+        "DURABLE_AGUI_TEMPORAL_ADDRESS": "127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [str(BIN / "durable-agui"), "worker"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert b"the postgres session store" in done.stderr, done.stderr
+    missing = subprocess.run(
+        [str(BIN / "durable-agui"), "worker"],
+        env={**env, "DURABLE_AGUI_POSTGRES_URL": ""},
+        capture_output=True,
+        timeout=60,
+    )
+    assert missing.returncode != 0
+    assert b"needs DURABLE_AGUI_POSTGRES_URL" in missing.stderr, missing.stderr
