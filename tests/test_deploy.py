@@ -26,6 +26,12 @@ def test_compose_has_the_production_shape() -> None:
     assert SERVICES["worker"]["command"] == ["durable-agui", "worker"]
     assert SERVICES["api"]["command"] == ["durable-agui", "api"]
     assert set(COMPOSE["volumes"]) == {"postgres", "sessions"}
+    # Threads' messages go to PostgreSQL, in the database the postgresql service creates.
+    environment = SERVICES["worker"]["environment"]
+    assert environment["DURABLE_AGUI_SESSION_STORE"] == "${DURABLE_AGUI_SESSION_STORE:-postgres}"
+    url = environment["DURABLE_AGUI_POSTGRES_URL"].removesuffix("}").split(":-", 1)[1]
+    database = SERVICES["postgresql"]["environment"]["POSTGRES_DB"]
+    assert url == f"postgresql+psycopg://temporal:temporal@postgresql:5432/{database}"
     # The API and the worker share the session store.
     assert SERVICES["api"]["volumes"] == SERVICES["worker"]["volumes"] == ["sessions:/data"]
 
