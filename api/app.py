@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from temporalio.client import Client
 
+from agents import AGENTS
 from api.auth import check_auth_settings
 from api.limits import BodySizeLimit
 from api.routers import agents, codec, threads
+from durable_agui.contract import THREAD_ID_PATTERN
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import connect
 
@@ -48,6 +51,44 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
         allow_headers=["content-type", "x-namespace", "authorization"],
         allow_credentials=True,
     )
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, plus the threadId rule (checked by ``valid_thread_id`` so
+        that its 422 names the rule) wherever a threadId is taken, and the registered agent
+        names (checked by the route so that an unknown one is a 404), and OpenAPI links from
+        a run to the thread routes it makes reachable (so clients and fuzzers can follow)."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            rule = {"pattern": THREAD_ID_PATTERN.pattern, "maxLength": 128}
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    for parameter in operation.get("parameters", []):
+                        if parameter["name"] == "threadId":
+                            parameter["schema"].update(rule)
+                        elif parameter["name"] == "agent":
+                            parameter["schema"]["enum"] = sorted(AGENTS)
+            links: dict[str, Any] = {}
+            for path, operations in schema["paths"].items():
+                if not path.startswith("/threads/{threadId}"):
+                    continue
+                for operation in operations.values():
+                    parameters = {"threadId": "$request.body#/threadId"}
+                    if "{runId}" in path:
+                        parameters["runId"] = "$request.body#/runId"
+                    links[operation["operationId"]] = {
+                        "operationId": operation["operationId"],
+                        "parameters": parameters,
+                    }
+            run = schema["paths"].get("/agents/{agent}", {}).get("post")
+            if run is not None:
+                run["responses"]["200"]["links"] = links
+            body = schema["components"]["schemas"].get("RunAgentInput", {})
+            if "threadId" in body.get("properties", {}):
+                body["properties"]["threadId"].update(rule)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
