@@ -16,6 +16,7 @@ from pathlib import Path
 import uvicorn
 from sqlalchemy.engine import make_url
 from temporalio.service import RPCError
+from temporalio.worker import UnsandboxedWorkflowRunner
 
 from api.app import create_app
 from api.auth import check_auth_settings
@@ -56,6 +57,10 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
             settings,
             graceful_shutdown_timeout=timedelta(seconds=3),
             max_cached_workflows=settings.max_cached_workflows,
+            # No sandbox in served workers: re-importing the workflow module for each thread
+            # and guarding each activation cost about a third of a turn's latency (see
+            # bench/RESULTS.md). Tests and the replay tests still run it sandboxed.
+            workflow_runner=UnsandboxedWorkflowRunner(),
         )
         if with_worker
         else None

@@ -73,6 +73,8 @@ KEEP_CLOSED = 1000
 """Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
 PATCH_COUNT_FIRST = "count-session-before-first-turn"
 """workflow.patched id: histories recorded before it replay without the count activity."""
+PATCH_COUNT_LOCALLY = "count-session-in-a-local-activity"
+"""workflow.patched id: histories recorded before it replay the count as a (remote) activity."""
 
 MAX_CARRY_BYTES = 1_000_000
 """Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
@@ -719,6 +721,25 @@ class AgentThreadWorkflow:
         elif run.user_messages:
             await self._run_turn(run, run.user_messages, [])
 
+    async def _count_session_messages(self) -> int:
+        if workflow.patched(PATCH_COUNT_LOCALLY):
+            # A local activity: counted within the workflow task that schedules the turn,
+            # which saves a workflow task round trip on every thread's first turn.
+            return await workflow.execute_local_activity(
+                "count_session_messages",
+                self._thread_id,
+                result_type=int,
+                start_to_close_timeout=RECONCILE_TIMEOUT,
+                summary="count the session's messages",
+            )
+        return await workflow.execute_activity(
+            "count_session_messages",
+            self._thread_id,
+            result_type=int,
+            start_to_close_timeout=RECONCILE_TIMEOUT,
+            summary="count the session's messages",
+        )
+
     def _check_cancelled(self) -> None:
         if self._cancel_requested:
             raise _RunCancelled(persisted=False)
@@ -729,13 +750,7 @@ class AgentThreadWorkflow:
         if self._message_count is None and workflow.patched(PATCH_COUNT_FIRST):
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
-            self._message_count = await workflow.execute_activity(
-                "count_session_messages",
-                self._thread_id,
-                result_type=int,
-                start_to_close_timeout=RECONCILE_TIMEOUT,
-                summary="count the session's messages",
-            )
+            self._message_count = await self._count_session_messages()
         self._turn_activity = workflow.start_activity(
             "run_turn",
             TurnInput(
