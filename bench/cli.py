@@ -97,7 +97,10 @@ async def _run_group(
 ) -> list[Metric]:
     metrics: list[Metric] = []
     with running(folder, model_env, ours_env) as (ours, baseline):
-        limits = httpx.Limits(max_connections=512, max_keepalive_connections=256)
+        # Idle connections expire before uvicorn's 5 s keep-alive closes them from its side.
+        limits = httpx.Limits(
+            max_connections=512, max_keepalive_connections=256, keepalive_expiry=1.0
+        )
         timeout = httpx.Timeout(300.0, connect=30.0)
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
             ctx = Context(ours, baseline, http, sizes)
@@ -132,8 +135,8 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(args.workdir or temporary)
         try:
             metrics = asyncio.run(_run(args, sizes, folder))
-        except BenchError as err:
-            print(f"bench: correctness failure: {err}", file=sys.stderr)
+        except (BenchError, httpx.TransportError) as err:
+            print(f"bench: correctness failure: {err!r}", file=sys.stderr)
             raise SystemExit(1) from None
         except KeyboardInterrupt:
             print("bench: interrupted; everything it started is stopped", file=sys.stderr)

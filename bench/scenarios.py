@@ -84,32 +84,38 @@ async def warm_up(ctx: Context) -> None:
         await agui.round_trip(ctx.http, target.url, f"warmup-{target.name}")
 
 
-async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]:
+async def round_trip(
+    ctx: Context, scenario: str = "round trip", *, with_targets: bool = True
+) -> list[Metric]:
     """Frontend-tool round trips, one at a time: wall time and result -> first text."""
-    wall = Metric(scenario, "run 1 sent -> run 2 RUN_FINISHED", "ms", goal=Goal("max_ratio", 1.10))
-    first = Metric(
-        scenario, "result sent -> first text of run 2", "ms", goal=Goal("max_ratio", 1.20)
-    )
+    wall = Metric(scenario, "run 1 sent -> run 2 RUN_FINISHED", "ms")
+    first = Metric(scenario, "result sent -> first text of run 2", "ms")
+    cpu = Metric(scenario, "CPU per round trip (all the system's processes)", "ms")
+    if with_targets:
+        wall.goal = Goal("max_ratio", 1.10)
+        first.goal = Goal("max_ratio", 1.20)
     for i in range(ctx.sizes.iterations):
         for target in ctx.targets:
+            used = target.cpu_s()
             trip = await agui.round_trip(ctx.http, target.url, f"rt-{scenario[:4]}-{i}")
+            _side(cpu, target).append((target.cpu_s() - used) * MS)
             _side(wall, target).append(trip.wall_s * MS)
             _side(first, target).append(trip.result_to_first_text_s * MS)
-    return [wall, first]
+    return [wall, first, cpu]
 
 
 async def zero_latency(ctx: Context) -> list[Metric]:
     """The round trip on a model that answers at once: what each system itself costs."""
-    wall, first = await round_trip(ctx, "zero-latency round trip")
-    wall.goal = first.goal = None
+    scenario = "zero-latency round trip"
+    wall, first, cpu = await round_trip(ctx, scenario, with_targets=False)
     overhead = Metric(
-        "zero-latency round trip",
+        scenario,
         "per-turn overhead, (ours - baseline) / 2 turns, paired",
         "ms",
         ours=[(o - b) / 2 for o, b in zip(wall.ours, wall.baseline, strict=True)],
         goal=Goal("custom", text="reported, no target"),
     )
-    return [wall, first, overhead]
+    return [wall, first, overhead, cpu]
 
 
 async def _load(ctx: Context, target: Target, round_index: int) -> tuple[int, list[float]]:
@@ -141,14 +147,22 @@ async def concurrent(ctx: Context) -> list[Metric]:
     scenario = f"{ctx.sizes.load_threads} threads concurrently"
     rate = Metric(scenario, "completed round trips per second", "1/s", goal=Goal("min_ratio", 0.8))
     latency = Metric(scenario, "round trip wall time under load", "ms")
+    cpu = Metric(
+        scenario,
+        "CPU per round trip (ours: worker + API + Temporal; baseline: app)",
+        "ms",
+        note="the client's own CPU is not counted",
+    )
     for round_index in range(ctx.sizes.load_rounds):
         for target in ctx.targets:
             progress(f"load round {round_index + 1}: {target.name}")
+            used = target.cpu_s()
             done, walls = await _load(ctx, target, round_index)
+            _side(cpu, target).append((target.cpu_s() - used) * MS / max(len(walls), 1))
             _side(rate, target).append(done / ctx.sizes.load_round_s)
             _side(latency, target).extend(walls)
             await asyncio.sleep(1.0)  # let the last streams drain before the other side
-    return [rate, latency]
+    return [rate, latency, cpu]
 
 
 async def _park_many(

@@ -45,6 +45,12 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU time process ``pid`` has used, in seconds (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Process:
     """One child process with its log file."""
@@ -115,6 +121,10 @@ class Target:
 
     def memory_mb(self) -> dict[str, float]:
         return {role: rss_mb(pid) for role, pid in self.processes.items()}
+
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by all of this system's processes together."""
+        return sum(cpu_s(pid) for pid in self.processes.values())
 
 
 class OurStack:
