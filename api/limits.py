@@ -51,9 +51,9 @@ def check_tool_results(
     results: list[ToolResult], settings: Settings, resume: list[ResumeAnswer] | None = None
 ) -> None:
     """Refuse (413) a tool result or resume payload over ``max_tool_result_bytes``."""
-    check_nesting([result.content for result in results])
+    check_json([result.content for result in results])
     for answer in resume or []:
-        check_nesting(answer.payload)
+        check_json(answer.payload)
         size = len(json.dumps(answer.payload, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > settings.max_tool_result_bytes:
             raise too_large(
@@ -93,17 +93,29 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def check_nesting(*values: Any) -> None:
-    """Refuse (422) JSON nested deeper than ``MAX_DEPTH`` (it would not survive a round trip
-    through Temporal's converter)."""
+def check_json(*values: Any) -> None:
+    """Refuse (422) free-form JSON that would not survive a round trip through Temporal and
+    a model provider: nesting deeper than ``MAX_DEPTH`` (``TooDeep``), ``NaN`` or
+    ``Infinity`` (``InvalidJson``; RFC 8259 has no such numbers, though Python's parser
+    takes them), and lone surrogates anywhere, keys included (``InvalidText``)."""
     for value in values:
         if _depth(value, MAX_DEPTH) > MAX_DEPTH:
             raise unprocessable("TooDeep", f"JSON nested deeper than {MAX_DEPTH} levels")
+        try:
+            json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise unprocessable(
+                "InvalidText", "the request holds text that is not valid Unicode (a lone surrogate)"
+            ) from err
+        except ValueError as err:
+            raise unprocessable(
+                "InvalidJson", "the request holds NaN or Infinity, which JSON does not allow"
+            ) from err
 
 
 def check_run_input(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422) a run whose ids or tools a thread or a model provider cannot take."""
-    check_nesting(
+    check_json(
         [tool.parameters for tool in run_input.tools or []],
         [entry.payload for entry in run_input.resume or []],
         run_input.state,

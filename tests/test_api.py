@@ -319,7 +319,21 @@ async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
         "t-long", "r" * 5000, [{"id": "u", "role": "user", "content": "hi"}], []
     )
     assert (await http.post("/agents/demo", json=long_run_id)).status_code == 422
-    for thread in ("t-big", "t-sur", "t-long"):
+    # NaN (which Python's JSON parser takes) and a lone surrogate in a key of a tool schema.
+    hi = [{"id": "u", "role": "user", "content": "hi"}]
+    for thread, raw, error in (
+        ("t-nan", b'{"type":"object","properties":{"n":{"maximum":NaN}}}', "InvalidJson"),
+        ("t-key", b'{"type":"object","properties":{"\\udc80":{"type":"string"}}}', "InvalidText"),
+    ):
+        body = json.dumps(run_input(thread, "r1", hi, [])).encode()
+        tool = b'[{"name":"pick","description":"d","parameters":' + raw + b"}]"
+        body = body.replace(b'"tools": []', b'"tools": ' + tool)
+        response = await http.post(
+            "/agents/demo", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 422, (thread, response.text)
+        assert response.json()["detail"]["type"] == error
+    for thread in ("t-big", "t-sur", "t-long", "t-nan", "t-key"):
         assert (await http.get(f"/threads/{thread}")).status_code == 404
     wire_id, _ = await pending_thread(http, "t-big-answer")
     huge = {"results": [{"toolCallId": wire_id, "content": "y" * 3_000_000}]}
