@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.devserver import DevServer, free_port
 from durable_agui.settings import Settings
 from sessions import SessionStore, session_store
-from tests.postgres import PostgresServer, postgres_bin
+from tests.postgres import ExternalPostgres, PostgresServer, postgres_bin
 
 BIN = Path(sys.executable).parent
 
@@ -71,9 +71,15 @@ def s3_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the session (Debian's ``postgresql``; ``.ci/run`` installs
-    it). Missing binaries fail the run under CI and skip the PostgreSQL cases elsewhere."""
+def postgres_server() -> Iterator[PostgresServer | ExternalPostgres]:
+    """The PostgreSQL server of the session: the one at ``DURABLE_AGUI_TEST_POSTGRES_URL``
+    when set (``.ci/run`` starts one), else a throwaway one started here from Debian's
+    ``postgresql`` binaries. Neither available: the run fails under CI, and the PostgreSQL
+    cases are skipped elsewhere."""
+    external = os.environ.get("DURABLE_AGUI_TEST_POSTGRES_URL")
+    if external:
+        yield ExternalPostgres(external)
+        return
     bin_dir = postgres_bin()
     if bin_dir is None:
         if os.environ.get("CI"):
@@ -101,7 +107,7 @@ def store_env(request: pytest.FixtureRequest, kind: str) -> dict[str, str]:
             "DURABLE_AGUI_S3_BUCKET": bucket,
             "DURABLE_AGUI_S3_ENDPOINT_URL": endpoint,
         }
-    server: PostgresServer = request.getfixturevalue("postgres_server")
+    server: PostgresServer | ExternalPostgres = request.getfixturevalue("postgres_server")
     return {
         "DURABLE_AGUI_SESSION_STORE": "postgres",
         "DURABLE_AGUI_POSTGRES_URL": server.new_database(),

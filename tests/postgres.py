@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from sqlalchemy.engine import make_url
 
 from durable_agui.devserver import free_port
 
@@ -30,6 +31,21 @@ def postgres_bin() -> Path | None:
 
 def _version(path: str) -> int:
     return int(Path(path).parent.parent.name.split(".")[0])
+
+
+class ExternalPostgres:
+    """A PostgreSQL server someone else runs (``DURABLE_AGUI_TEST_POSTGRES_URL``, a libpq URL
+    of a role that may create databases); each store under test gets a database of its own."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def new_database(self) -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        base = make_url(self.url).set(drivername="postgresql+psycopg", database=name)
+        return base.render_as_string(hide_password=False)
 
 
 class PostgresServer:

@@ -19,11 +19,11 @@ from durable_agui.settings import Settings
 from sessions import session_store
 from sessions.postgres import VERSION_TABLE, PostgresSessionStore
 from tests.conftest import ALL_STORES, BIN, store_env, store_of
-from tests.postgres import PostgresServer
+from tests.postgres import ExternalPostgres, PostgresServer
 
 
 @pytest.fixture
-def store(postgres_server: PostgresServer) -> PostgresSessionStore:
+def store(postgres_server: PostgresServer | ExternalPostgres) -> PostgresSessionStore:
     settings = Settings(session_store="postgres", postgres_url=postgres_server.new_database())
     chosen = session_store(settings)
     assert isinstance(chosen, PostgresSessionStore)
@@ -122,7 +122,7 @@ def test_racing_writers_leave_one_row_each(store: PostgresSessionStore) -> None:
 
 
 def test_migrations_from_several_processes_at_once(
-    postgres_server: PostgresServer, tmp_path: Path
+    postgres_server: PostgresServer | ExternalPostgres, tmp_path: Path
 ) -> None:
     url = postgres_server.new_database()
     env = {"DURABLE_AGUI_SESSION_STORE": "postgres", "DURABLE_AGUI_POSTGRES_URL": url}
