@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -32,10 +33,21 @@ def temporal_binary() -> Path:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now, picked below Linux's ephemeral range (32768-60999) so
+    that outgoing connections, which take ports from that range, do not grab it before a
+    server binds it again after a restart. Falls back to an ephemeral port."""
+    for _ in range(50):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def port_in_use(host: str, port: int) -> bool:
