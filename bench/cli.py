@@ -61,6 +61,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "DURABLE_AGUI_STREAM_BATCH_INTERVAL_MS=20 (repeatable)",
     )
     parser.add_argument(
+        "--temporal-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for our Temporal dev server, e.g. "
+        "--temporal-arg=--sqlite-pragma=journal_mode=wal (repeatable)",
+    )
+    parser.add_argument(
         "--profile",
         default=None,
         metavar="DIR",
@@ -93,10 +101,11 @@ async def _run_group(
     folder: Path,
     model_env: dict[str, str],
     ours_env: dict[str, str],
+    temporal_args: list[str],
     profile: Path | None,
 ) -> list[Metric]:
     metrics: list[Metric] = []
-    with running(folder, model_env, ours_env) as (ours, baseline):
+    with running(folder, model_env, ours_env, temporal_args) as (ours, baseline):
         # Idle connections expire before uvicorn's 5 s keep-alive closes them from its side.
         limits = httpx.Limits(
             max_connections=512, max_keepalive_connections=256, keepalive_expiry=1.0
@@ -121,7 +130,9 @@ async def _run(args: argparse.Namespace, sizes: Sizes, folder: Path) -> list[Met
         names = [name for name in chosen if SCENARIOS[name].latency == latency]
         if names:
             group = folder / ("latency" if latency else "no-latency")
-            metrics += await _run_group(names, sizes, group, model_env, ours_env, profile)
+            metrics += await _run_group(
+                names, sizes, group, model_env, ours_env, args.temporal_arg, profile
+            )
     return metrics
 
 
@@ -160,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
                 "smoke": args.smoke,
                 "sizes": sizes.__dict__,
                 "ours_env": args.ours_env,
+                "temporal_args": args.temporal_arg,
                 "machine_before": before,
                 "machine_after": after,
                 "elapsed_s": elapsed,

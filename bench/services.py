@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,13 +127,26 @@ class Target:
         return sum(cpu_s(pid) for pid in self.processes.values())
 
 
+class _DevServer(DevServer):
+    """The product's dev server, with extra ``temporal server start-dev`` arguments to try."""
+
+    def __init__(self, data_dir: Path, extra_args: Sequence[str]) -> None:
+        super().__init__(data_dir, port=free_port(), ui_port=free_port())
+        self.extra_args = list(extra_args)
+
+    def command(self) -> list[str]:
+        return [*super().command(), *self.extra_args]
+
+
 class OurStack:
     """Dev server + ``durable-agui worker`` + ``durable-agui api`` over one data dir."""
 
-    def __init__(self, folder: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, folder: Path, env: Mapping[str, str], temporal_args: Sequence[str] = ()
+    ) -> None:
         self.folder = folder
         self.data_dir = folder / "data"
-        self.server = DevServer(self.data_dir, port=free_port(), ui_port=free_port())
+        self.server = _DevServer(self.data_dir, temporal_args)
         self.api_port = free_port()
         self.env = {
             **os.environ,
@@ -205,14 +218,18 @@ class Baseline:
 
 @contextlib.contextmanager
 def running(
-    folder: Path, model_env: Mapping[str, str], ours_env: Mapping[str, str]
+    folder: Path,
+    model_env: Mapping[str, str],
+    ours_env: Mapping[str, str],
+    temporal_args: Sequence[str] = (),
 ) -> Iterator[tuple[Target, Target]]:
     """Both systems, started on loopback, stopped on the way out (also on failure and
     Ctrl-C). Yields ``(ours, baseline)`` as ``Target`` objects.
 
-    ``model_env`` (the offline model's latency) goes to both; ``ours_env`` only to ours.
+    ``model_env`` (the offline model's latency) goes to both; ``ours_env`` and
+    ``temporal_args`` (extra dev server arguments) only to ours.
     """
-    ours = OurStack(folder / "ours", {**model_env, **ours_env})
+    ours = OurStack(folder / "ours", {**model_env, **ours_env}, temporal_args)
     baseline = Baseline(folder / "baseline", model_env)
     try:
         yield ours.start(), baseline.start()
