@@ -82,5 +82,5 @@ def test_the_dockerfile_installs_as_the_readme_says() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert f"RUN {install}\n" in dockerfile
     packages = re.findall(r'"(\w+)\*"', (ROOT / "pyproject.toml").read_text())
-    for package in packages:
+    for package in set(packages) - {"bench"}:  # the bench runs from a checkout, not the image
         assert f"COPY {package} ./{package}" in dockerfile, package
