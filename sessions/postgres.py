@@ -32,6 +32,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import (
     Column,
+    ColumnElement,
     DateTime,
     Engine,
     ForeignKeyConstraint,
@@ -123,6 +124,29 @@ class PostgresSessionRepository(SessionRepository):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    def _rewrite(
+        self,
+        table: Table,
+        where: tuple[ColumnElement[bool], ...],
+        record: SessionAgent | SessionMessage,
+        missing: str,
+    ) -> None:
+        """Replace the row's record under a row lock, keeping its ``created_at``.
+
+        Raises:
+            SessionException: ``missing``, when no row matches.
+        """
+        with self.engine.begin() as connection:
+            previous = connection.scalar(select(table.c.data).where(*where).with_for_update())
+            if previous is None:
+                raise SessionException(missing)
+            record.created_at = json.loads(previous)["created_at"]
+            connection.execute(
+                update(table)
+                .where(*where)
+                .values(data=_dumps(record.to_dict()), updated_at=func.now())
+            )
+
     def create_session(self, session: Session, **kwargs: Any) -> Session:
         with self.engine.begin() as connection:
             connection.execute(
@@ -175,18 +199,8 @@ class PostgresSessionRepository(SessionRepository):
             agent_table.c.session_id == session_id,
             agent_table.c.agent_id == session_agent.agent_id,
         )
-        with self.engine.begin() as connection:
-            previous = connection.scalar(select(agent_table.c.data).where(*where).with_for_update())
-            if previous is None:
-                raise SessionException(
-                    f"Agent {session_agent.agent_id} in session {session_id} does not exist"
-                )
-            session_agent.created_at = json.loads(previous)["created_at"]
-            connection.execute(
-                update(agent_table)
-                .where(*where)
-                .values(data=_dumps(session_agent.to_dict()), updated_at=func.now())
-            )
+        missing = f"Agent {session_agent.agent_id} in session {session_id} does not exist"
+        self._rewrite(agent_table, where, session_agent, missing)
 
     def create_message(
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
@@ -228,18 +242,8 @@ class PostgresSessionRepository(SessionRepository):
             message_table.c.agent_id == agent_id,
             message_table.c.message_id == session_message.message_id,
         )
-        with self.engine.begin() as connection:
-            previous = connection.scalar(
-                select(message_table.c.data).where(*where).with_for_update()
-            )
-            if previous is None:
-                raise SessionException(f"Message {session_message.message_id} does not exist")
-            session_message.created_at = json.loads(previous)["created_at"]
-            connection.execute(
-                update(message_table)
-                .where(*where)
-                .values(data=_dumps(session_message.to_dict()), updated_at=func.now())
-            )
+        missing = f"Message {session_message.message_id} does not exist"
+        self._rewrite(message_table, where, session_message, missing)
 
     def list_messages(
         self,
