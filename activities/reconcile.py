@@ -10,6 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
+from activities.store_errors import store_unavailable_as_application_error
 from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
 from sessions import session_store, tool_result_block, user_content_blocks
@@ -73,7 +74,8 @@ class ReconcileActivities:
     @activity.defn(name="count_session_messages")
     async def count_session_messages(self, thread_id: str) -> int:
         """How many messages the thread's session holds (read-only; safe to retry)."""
-        return await asyncio.to_thread(session_store(self._settings).count_messages, thread_id)
+        with store_unavailable_as_application_error():
+            return await asyncio.to_thread(session_store(self._settings).count_messages, thread_id)
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
@@ -94,5 +96,6 @@ class ReconcileActivities:
         Raises:
             ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried).
         """
-        async with heartbeating():
-            return await asyncio.to_thread(self._reconcile, request)
+        with store_unavailable_as_application_error():
+            async with heartbeating():
+                return await asyncio.to_thread(self._reconcile, request)

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.agui_events import TurnTranslator
 from activities.heartbeat import heartbeating
 from activities.publisher import RunEventPublisher
+from activities.store_errors import store_unavailable_as_application_error
 from agents import AgentDefinition, get_agent
 from agents.models import build_model
 from durable_agui.contract import (
@@ -137,6 +138,54 @@ class TurnActivities:
                     write_back, session.session_repository, turn.thread_id, message
                 )
 
+    async def _stream_turn(
+        self,
+        turn: TurnInput,
+        definition: AgentDefinition,
+        tools: list[Any],
+        session: RepositorySessionManager,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> str:
+        """Run the approved calls, then the agent; returns Strands' stop reason."""
+        if turn.approved:
+            await self._run_approved(turn, definition, session, events, translator)
+        agent = Agent(
+            model=build_model(self._settings),
+            tools=tools,
+            system_prompt=definition.system_prompt,
+            session_manager=session,
+            agent_id=AGENT_ID,
+            name=definition.name,
+            callback_handler=None,
+        )
+
+        async def stream() -> str:
+            reason = "unknown"
+            first = True
+            async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
+                for event in translator.feed(strands_event):
+                    events.publish(event, flush_now=first)
+                    first = False
+                if "result" in strands_event:
+                    reason = str(strands_event["result"].stop_reason)
+            return reason
+
+        streaming = asyncio.create_task(stream())
+        try:
+            return await asyncio.shield(streaming)
+        except asyncio.CancelledError:
+            agent.cancel()
+            if activity.is_worker_shutdown():
+                # Not the person's cancel: this worker is going away. Fail the attempt;
+                # the retry on another worker starts over from the turn's starting point.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
+                raise
+            # The person's cancel: Strands stops at its next safe point, after a running
+            # tool returns, however long that takes (the heartbeat keeps going).
+            return await streaming
+
     async def _starting_point(self, turn: TurnInput) -> int:
         """The turn's starting point in the session, after cutting away a partial turn.
 
@@ -201,54 +250,30 @@ class TurnActivities:
             attempt=activity.info().attempt,
         )
         store = session_store(self._settings)
-        start = await self._starting_point(turn)
-        session = await asyncio.to_thread(store.open, turn.thread_id)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
-        async with RunEventPublisher(turn.run_id, interval) as events, heartbeating(start):
-            if activity.info().attempt > 1:
-                await events.close_previous_attempt(activity.info().attempt)
-            if turn.approved:
-                await self._run_approved(turn, definition, session, events, translator)
-            agent = Agent(
-                model=build_model(self._settings),
-                tools=tools,
-                system_prompt=definition.system_prompt,
-                session_manager=session,
-                agent_id=AGENT_ID,
-                name=definition.name,
-                callback_handler=None,
-            )
-
-            async def stream() -> str:
-                reason = "unknown"
-                first = True
-                async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
-                    for event in translator.feed(strands_event):
-                        events.publish(event, flush_now=first)
-                        first = False
-                    if "result" in strands_event:
-                        reason = str(strands_event["result"].stop_reason)
-                return reason
-
-            streaming = asyncio.create_task(stream())
-            try:
-                stop_reason = await asyncio.shield(streaming)
-            except asyncio.CancelledError:
-                agent.cancel()
-                if activity.is_worker_shutdown():
-                    # Not the person's cancel: this worker is going away. Fail the attempt;
-                    # the retry on another worker starts over from the turn's starting point.
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
-                    raise
-                # The person's cancel: Strands stops at its next safe point, after a running
-                # tool returns, however long that takes (the heartbeat keeps going).
-                stop_reason = await streaming
-            for event in translator.finish():
-                events.publish(event)
+        with store_unavailable_as_application_error():
+            async with RunEventPublisher(turn.run_id, interval) as events:
+                # First, before anything can fail: an earlier attempt's open messages are
+                # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
+                if activity.info().attempt > 1:
+                    await events.close_previous_attempt(activity.info().attempt)
+                start = await self._starting_point(turn)
+                session = await asyncio.to_thread(store.open, turn.thread_id)
+                async with heartbeating(start):
+                    try:
+                        stop_reason = await self._stream_turn(
+                            turn, definition, tools, session, events, translator
+                        )
+                    except Exception:
+                        for event in translator.finish():  # this attempt leaves nothing open
+                            events.publish(event)
+                        raise
+                    for event in translator.finish():
+                        events.publish(event)
+            message_count = await asyncio.to_thread(store.count_messages, turn.thread_id)
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,
-            message_count=await asyncio.to_thread(store.count_messages, turn.thread_id),
+            message_count=message_count,
         )

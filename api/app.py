@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from temporalio.client import Client
 
 from agents import AGENTS
 from api.auth import check_auth_settings
 from api.limits import BodySizeLimit
 from api.routers import agents, codec, threads
-from durable_agui.contract import THREAD_ID_PATTERN
+from durable_agui.contract import THREAD_ID_PATTERN, ErrorType
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import connect
+from sessions import STORE_ERRORS
+
+logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 
@@ -89,6 +96,25 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+    @app.exception_handler(RequestValidationError)
+    async def unprocessable(request: Request, err: RequestValidationError) -> Response:
+        """FastAPI's 422, written with ASCII escapes: the echoed input may hold a lone
+        surrogate, which UTF-8 cannot encode (FastAPI's own handler then fails with 500)."""
+        body = json.dumps({"detail": jsonable_encoder(err.errors())}, ensure_ascii=True)
+        return Response(body, status_code=422, media_type="application/json")
+
+    async def store_unavailable(request: Request, err: Exception) -> JSONResponse:
+        """503 when the session store cannot be reached; its details go to the log only."""
+        logger.warning("the session store failed: %s", err)
+        detail = {
+            "type": ErrorType.SESSION_STORE_UNAVAILABLE,
+            "message": "the session store is unavailable; try again shortly",
+        }
+        return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
+
+    for error in STORE_ERRORS:
+        app.add_exception_handler(error, store_unavailable)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

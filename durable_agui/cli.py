@@ -43,7 +43,7 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
         await asyncio.to_thread(session_store(settings).prepare)
     except Exception as err:
         raise SystemExit(
-            f"durable-agui: the {settings.session_store} session store: {err}"
+            f"durable-agui: the {settings.session_store} session store: {_one_line(err)}"
         ) from None
     client = await connect(settings)
     stop = asyncio.Event()
@@ -103,6 +103,12 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
+def _one_line(err: Exception) -> str:
+    """The driver's own message (SQLAlchemy wraps it with the SQL and a link), first line."""
+    lines = str(getattr(err, "orig", None) or err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
 def _store_location(settings: Settings) -> str:
     if settings.session_store == "postgres":
         return (
@@ -114,17 +120,24 @@ def _store_location(settings: Settings) -> str:
 
 
 def _migrate(args: argparse.Namespace) -> None:
+    """Exit 0 with the schema current; 2 when the store is not ``postgres`` (a deploy job
+    that forgot the setting must not pass); 1 with one line when the database refuses."""
     settings = _settings(args)
     if settings.session_store != "postgres":
-        print(f"the {settings.session_store} session store has no schema; nothing to do")
-        return
+        print(
+            f"durable-agui migrate: the session store is {settings.session_store!r}, which has "
+            "no schema; set DURABLE_AGUI_SESSION_STORE=postgres and DURABLE_AGUI_POSTGRES_URL",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     from sessions.postgres import PostgresSessionStore, upgrade_schema
 
-    store = PostgresSessionStore(settings.postgres_url or "", migrate=False)
     try:
+        store = session_store(settings)
+        assert isinstance(store, PostgresSessionStore)
         upgrade_schema(store.engine)
-    finally:
-        store.close()
+    except Exception as err:
+        raise SystemExit(f"durable-agui migrate: {_one_line(err)}") from None
     print(f"session store schema is current ({_store_location(settings)})")
 
 

@@ -71,6 +71,7 @@ class ErrorType(StrEnum):
     CONFLICTING_RESUME = "ConflictingResume"
     INTERRUPTS_UNANSWERED = "InterruptsUnanswered"
     RUN_ID_REUSED = "RunIdReused"
+    SESSION_STORE_UNAVAILABLE = "SessionStoreUnavailable"
     MESSAGE_ID_REUSED = "MessageIdReused"
     NO_RUN_IN_PROGRESS = "NoRunInProgress"
     AGENT_MISMATCH = "ThreadAgentMismatch"

@@ -36,8 +36,13 @@ class Settings(BaseSettings):
     ``s3_bucket`` (Strands ``S3SessionManager``). Workers and API must use the same one."""
     postgres_url: str | None = None
     """SQLAlchemy URL of the ``postgres`` store: ``postgresql+psycopg://user:pass@host:5432/db``."""
-    postgres_pool_size: int = 5
+    postgres_pool_size: int = Field(default=5, ge=1)
     """Connections each process keeps to PostgreSQL (as many again may open under load)."""
+    postgres_timeout_ms: int = Field(default=3000, ge=100)
+    """Longest one session-store call may wait for a connection, a lock or a statement (ms).
+    Strands writes the session from the worker's event loop, so this must stay under the
+    activities' 5 s heartbeat timeout: a stalled database then fails one turn (retried), not
+    every turn on the worker."""
     postgres_migrate: bool = True
     """Bring the schema up to date on first use (Alembic, one process at a time). Set false
     to run ``durable-agui migrate`` yourself, for example from a deploy job."""

@@ -7,10 +7,11 @@ from sessions.content import (
     tool_result_block,
     user_content_blocks,
 )
-from sessions.store import PLACEHOLDER_TEXT, SessionStore, session_store
+from sessions.store import PLACEHOLDER_TEXT, STORE_ERRORS, SessionStore, session_store
 
 __all__ = [
     "PLACEHOLDER_TEXT",
+    "STORE_ERRORS",
     "SessionStore",
     "agui_content",
     "client_result_blocks",

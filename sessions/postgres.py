@@ -30,6 +30,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import (
     Column,
     ColumnElement,
@@ -48,6 +50,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.engine import make_url
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
@@ -286,15 +289,51 @@ class PostgresSessionRepository(SessionRepository):
         return int(deleted.rowcount)
 
 
+class SchemaNotCurrent(RuntimeError):
+    """The database's schema is not the one this version needs (run ``durable-agui migrate``)."""
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise ``SchemaNotCurrent`` unless the database is at the newest migration."""
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    with engine.connect() as connection:
+        current = MigrationContext.configure(
+            connection, opts={"version_table": VERSION_TABLE}
+        ).get_current_revision()
+    if current != head:
+        raise SchemaNotCurrent(
+            f"the session store's schema is at {current or 'nothing'}, this version needs "
+            f"{head}: run `durable-agui migrate` (or set DURABLE_AGUI_POSTGRES_MIGRATE=true)"
+        )
+
+
 class PostgresSessionStore(SessionStore):
     """Sessions in PostgreSQL at ``url`` (``postgresql+psycopg://user:pass@host:5432/db``).
 
-    Connects lazily; the first use runs the migrations when ``migrate`` is true.
+    Connects lazily; the first use runs the migrations when ``migrate`` is true. Every call
+    is bounded by ``timeout_ms``: waiting for a pooled connection, connecting (whole
+    seconds, at least 2), and each statement and lock wait (``statement_timeout``,
+    ``lock_timeout``).
     """
 
-    def __init__(self, url: str, pool_size: int = 5, migrate: bool = True) -> None:
+    def __init__(
+        self, url: str, pool_size: int = 5, migrate: bool = True, timeout_ms: int = 3000
+    ) -> None:
+        engine_url = make_url(url)
+        if engine_url.drivername in ("postgresql", "postgres"):
+            engine_url = engine_url.set(drivername="postgresql+psycopg")
         self.engine = create_engine(
-            url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+            engine_url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            pool_timeout=timeout_ms / 1000,
+            connect_args={
+                "connect_timeout": max(2, round(timeout_ms / 1000)),
+                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            },
         )
         self.repository = PostgresSessionRepository(self.engine)
         self._migrate = migrate
@@ -306,9 +345,14 @@ class PostgresSessionStore(SessionStore):
         return self.repository
 
     def prepare(self) -> None:
+        """Connect, and migrate (``migrate``) or check the schema is current (otherwise).
+
+        Raises:
+            SchemaNotCurrent: ``migrate`` is off and the schema is behind (or ahead).
+            sqlalchemy.exc.OperationalError: the database cannot be reached.
+        """
         self._ready()
-        with self.engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
+        check_schema(self.engine)
 
     def open(self, thread_id: str) -> RepositorySessionManager:
         return RepositorySessionManager(session_id=thread_id, session_repository=self._ready())

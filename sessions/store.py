@@ -23,6 +23,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlalchemy.exc import SQLAlchemyError
 from strands.session.file_session_manager import FileSessionManager
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.s3_session_manager import S3SessionManager
@@ -40,6 +42,11 @@ PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
 Never streamed, never listed, never read by the model: the turn ends before the next model
 call, and ``reconcile_session`` replaces it before the thread continues.
 """
+
+STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
+"""What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a
+call: the API answers 503 ``SessionStoreUnavailable``, the activities fail (and retry) with
+that type, and neither passes the driver's text (hosts, ports) to clients."""
 
 _MESSAGE_KEY = re.compile(r"message_(\d+)\.json$")
 
@@ -214,6 +221,7 @@ def _new_store(settings: Settings) -> SessionStore:
             settings.postgres_url,
             pool_size=settings.postgres_pool_size,
             migrate=settings.postgres_migrate,
+            timeout_ms=settings.postgres_timeout_ms,
         )
     if settings.session_store == "s3":
         if not settings.s3_bucket:

@@ -70,6 +70,9 @@ class PostgresServer:
             entry = pwd.getpwnam(self._user)
             os.chown(self.folder, entry.pw_uid, entry.pw_gid)
         data = self.folder / "data"
+        if data.exists():  # started again after stop(keep_data=True)
+            self._serve(data, timeout_s)
+            return
         subprocess.run(
             [
                 *(str(self.bin_dir / "initdb"), "-D", str(data), "-U", "postgres"),
@@ -79,6 +82,9 @@ class PostgresServer:
             capture_output=True,
             **self._run_as(),  # type: ignore[arg-type]
         )
+        self._serve(data, timeout_s)
+
+    def _serve(self, data: Path, timeout_s: float) -> None:
         log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115 - closed with the process
         self._process = subprocess.Popen(
             [
@@ -115,8 +121,9 @@ class PostgresServer:
             connection.execute(f'CREATE DATABASE "{name}"')
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
-    def stop(self) -> None:
-        """Fast shutdown (SIGINT), SIGKILL if that takes too long; the folder goes too."""
+    def stop(self, keep_data: bool = False) -> None:
+        """Fast shutdown (SIGINT), SIGKILL if that takes too long; the folder goes too unless
+        ``keep_data`` (then ``start`` serves the same data on the same port again)."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.send_signal(2)
@@ -125,5 +132,6 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        with contextlib.suppress(OSError):
-            shutil.rmtree(self.folder)
+        if not keep_data:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self.folder)

@@ -89,6 +89,12 @@ T = TypeVar("T")
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 RECONCILE_TIMEOUT = timedelta(seconds=30)
+RECONCILE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
+"""Without limit: an answer the API accepted is written as soon as the session store is
+back, however long it was away (the run waits; the client can cancel it)."""
+COUNT_RETRY = RetryPolicy(maximum_attempts=5)
+"""A new thread's first count: a store that stays away ends the run with RUN_ERROR
+(about 15 s) instead of leaving it waiting; the client may send the run again."""
 
 NO_ANSWER = {
     ClosedReason.ABANDONED: "The client did not answer this tool call before the user sent "
@@ -599,7 +605,7 @@ class AgentThreadWorkflow:
             result_type=ReconcileOutput,
             start_to_close_timeout=RECONCILE_TIMEOUT,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=5),
+            retry_policy=RECONCILE_RETRY,
             summary="reconcile "
             + ", ".join(
                 f"{r.tool_name} {self._wire_id(r.native_id)}={r.native_id}" for r in self._tail
@@ -730,6 +736,7 @@ class AgentThreadWorkflow:
                 self._thread_id,
                 result_type=int,
                 start_to_close_timeout=RECONCILE_TIMEOUT,
+                retry_policy=COUNT_RETRY,
                 summary="count the session's messages",
             )
         return await workflow.execute_activity(
@@ -737,6 +744,7 @@ class AgentThreadWorkflow:
             self._thread_id,
             result_type=int,
             start_to_close_timeout=RECONCILE_TIMEOUT,
+            retry_policy=COUNT_RETRY,
             summary="count the session's messages",
         )
 

@@ -1,0 +1,142 @@
+"""The PostgreSQL session store going away under a running deployment (a worker and an API
+as real processes, a PostgreSQL server of this test's own that it stops and starts): clients
+get clear errors, well-formed streams, and threads continue once the store is back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Cluster, store_of
+from tests.postgres import PostgresServer, postgres_bin
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    parse_sse,
+    persisted_messages,
+    post_run,
+    run_input,
+    text_of,
+)
+from tests.test_fuzz import assert_well_formed
+
+
+@pytest.fixture
+def postgres(tmp_path: Path) -> Iterator[PostgresServer]:
+    """A PostgreSQL server only this test uses, so it may stop it."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, postgres: PostgresServer) -> Iterator[Cluster]:
+    env = {
+        "DURABLE_AGUI_SESSION_STORE": "postgres",
+        "DURABLE_AGUI_POSTGRES_URL": postgres.new_database(),
+        # A turn slow enough to stop the store in the middle of it.
+        "DURABLE_AGUI_OFFLINE_FIRST_CHUNK_DELAY_MS": "1500",
+    }
+    cluster = Cluster(tmp_path, env=env)
+    cluster.server.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+async def test_an_answer_sent_while_the_store_is_down_is_written_when_it_is_back(
+    deployment: Cluster, postgres: PostgresServer
+) -> None:
+    deployment.start_worker("w")
+    url = deployment.start_api("api")
+    thread = "outage-answer"
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"O1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+
+        postgres.stop(keep_data=True)
+        listed = await http.get(f"/threads/{thread}/messages")
+        assert listed.status_code == 503, listed.text
+        assert listed.json()["detail"]["type"] == "SessionStoreUnavailable"
+        assert "127.0.0.1" not in listed.text  # no driver text for clients
+        accepted = await http.post(
+            f"/threads/{thread}/tool-results",
+            json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+        )
+        assert accepted.status_code == 200, accepted.text
+        events_url = accepted.json()["eventsUrl"]
+        continuation = asyncio.create_task(http.get(events_url))
+        await asyncio.sleep(20)  # longer than the old bounded retries (about 15 s)
+        assert not continuation.done()  # the run waits for the store: no error, no loss
+        postgres.start()
+        events = parse_sse((await continuation).text)
+    check_stream(events)
+    assert text_of(events) == "confirm_booking -> success: yes"
+    history = persisted_messages(deployment.store, thread)
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert_well_formed(history, set())
+
+
+async def test_a_turn_that_loses_the_store_ends_in_one_clean_run_error(
+    deployment: Cluster, postgres: PostgresServer
+) -> None:
+    deployment.start_worker("w")
+    url = deployment.start_api("api")
+    thread = "outage-turn"
+    user = {"id": "u1", "role": "user", "content": "hello there"}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        stream = asyncio.create_task(post_run(http, "demo", run_input(thread, "r1", [user], [])))
+        await asyncio.sleep(0.8)  # the turn has stored the user message; the model thinks
+        postgres.stop(keep_data=True)
+        status, events = await stream  # post_run checks the stream three ways
+        assert status == 200
+        error = events[-1]
+        assert error["type"] == "RUN_ERROR" and error["code"] == "SessionStoreUnavailable"
+        assert "127.0.0.1" not in str(events)
+
+        postgres.start()
+        again: list[dict[str, Any]] = [user]  # the same message, as a client would resend it
+        status, events = await post_run(http, "demo", run_input(thread, "r2", again, []))
+        assert status == 200 and text_of(events) == "echo: hello there"
+    history = persisted_messages(store_of(deployment.env, deployment.data_dir), thread)
+    assert [m["role"] for m in history] == ["user", "assistant"]
+
+
+async def test_a_worker_refuses_to_start_on_a_schema_that_is_not_current(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    from tests.conftest import BIN
+
+    env = {
+        "PATH": str(BIN),
+        "DURABLE_AGUI_SESSION_STORE": "postgres",
+        "DURABLE_AGUI_POSTGRES_URL": postgres.new_database(),
+        "DURABLE_AGUI_POSTGRES_MIGRATE": "false",
+        "DURABLE_AGUI_TEMPORAL_ADDRESS": "127.0.0.1:9",
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(BIN / "durable-agui"), "worker", env=env, stderr=asyncio.subprocess.PIPE
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode != 0
+    assert b"run `durable-agui migrate`" in stderr, stderr
+    migrate = await asyncio.create_subprocess_exec(
+        str(BIN / "durable-agui"), "migrate", env={**env, "DURABLE_AGUI_SESSION_STORE": "file"}
+    )
+    assert await migrate.wait() == 2  # a deploy job that forgot the store does not pass
