@@ -61,6 +61,16 @@ def from_rpc_error(err: RPCError) -> HTTPException:
                 "message": "too many requests are in flight for this thread; retry shortly",
             },
         )
+    if err.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in err.message:
+        # Not the client's fault: the server lacks the thread's search attributes.
+        return HTTPException(
+            status_code=503,
+            detail={
+                "type": "SearchAttributesMissing",
+                "message": f"{err.message}: register them on the Temporal server "
+                "(deploy/temporal-setup.sh) or set DURABLE_AGUI_SEARCH_ATTRIBUTES=false",
+            },
+        )
     if err.status == RPCStatusCode.INVALID_ARGUMENT:
         return HTTPException(
             status_code=422, detail={"type": "InvalidRequest", "message": err.message}

@@ -1,4 +1,4 @@
-"""``python -m bench [--smoke] [--scenarios a,b] [--out bench/results.json]``.
+"""``python -m bench [--smoke] [--scenarios a,b] [--out test-output/bench-results.json]``.
 
 Starts both systems on loopback (once with the offline model's realistic latency, once with
 none, for the scenarios that need each), runs the chosen scenarios, prints the markdown
@@ -45,7 +45,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(SCENARIOS),
         help=f"comma-separated, from {', '.join(SCENARIOS)} (default: all)",
     )
-    parser.add_argument("--out", default="bench/results.json", help="where the JSON goes")
+    parser.add_argument(
+        "--out",
+        default="test-output/bench-results.json",
+        help="where the JSON goes (the recorded runs in bench/ are kept by hand)",
+    )
     parser.add_argument(
         "--parked", type=int, default=None, help="threads parked (default 10000; smoke 20)"
     )
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(130) from None
     elapsed = time.monotonic() - started
     after = machine()
-    rendered = table(metrics)
+    rendered = table(metrics, judged=not args.smoke)
     print(f"\n{command}\n")
     print(
         f"{before['cores']} cores ({before['cpu']}), load average before "

@@ -102,15 +102,16 @@ def _number(value: float | None, unit: str) -> str:
     return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
 
 
-def table(metrics: list[Metric]) -> str:
-    """The markdown table: medians, p95, ratio ours / baseline, target, verdict."""
+def table(metrics: list[Metric], judged: bool = True) -> str:
+    """The markdown table: medians, p95, ratio ours / baseline, target, verdict (``not
+    judged`` at smoke sizes, where a verdict would mean nothing)."""
     lines = [
         "| metric | ours median | ours p95 | baseline median | baseline p95 | ratio | target | met? |",
         "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for m in metrics:
         ratio = "-" if m.ratio is None else f"{m.ratio:.2f}"
-        verdict = {True: "yes", False: "**no**", None: "-"}[m.met]
+        verdict = {True: "yes", False: "**no**", None: "-"}[m.met] if judged else "(smoke)"
         lines.append(
             f"| {m.scenario}: {m.name} ({m.unit}) "
             f"| {_number(median(m.ours), m.unit)} | {_number(p95(m.ours), m.unit)} "

@@ -80,6 +80,14 @@ async def _serve(settings: Settings, *, with_worker: bool, with_api: bool) -> No
         )
         server = _EmbeddedServer(config)
         tasks.append(asyncio.create_task(server.serve()))
+    serving = [f"task queue {settings.task_queue!r}"] if worker is not None else []
+    if with_api:
+        serving.append(f"the API on http://{settings.api_host}:{settings.api_port}")
+    print(
+        f"durable-agui: serving {' and '.join(serving)} (Temporal {settings.temporal_address}, "
+        f"sessions {_store_location(settings)})",
+        flush=True,
+    )
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     if server is not None:

@@ -17,7 +17,10 @@ class Settings(BaseSettings):
     ``DURABLE_AGUI_TEMPORAL_ADDRESS=temporal:7233``.
     """
 
-    model_config = SettingsConfigDict(env_prefix="DURABLE_AGUI_", extra="ignore")
+    # An empty variable counts as unset (compose passes ``${VAR:-}`` through as "").
+    model_config = SettingsConfigDict(
+        env_prefix="DURABLE_AGUI_", extra="ignore", env_ignore_empty=True
+    )
 
     temporal_address: str = "127.0.0.1:7233"
     """``host:port`` of the Temporal frontend."""
