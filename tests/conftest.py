@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.devserver import DevServer, free_port
 from durable_agui.settings import Settings
 from sessions import SessionStore, session_store
-from tests.postgres import ExternalPostgres, PostgresServer, postgres_bin
+from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
 
 BIN = Path(sys.executable).parent
 
@@ -80,17 +80,8 @@ def postgres_server() -> Iterator[PostgresServer | ExternalPostgres]:
     if external:
         yield ExternalPostgres(external)
         return
-    bin_dir = postgres_bin()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = PostgresServer(bin_dir)
-    server.start()
-    try:
+    with throwaway_postgres() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def store_env(request: pytest.FixtureRequest, kind: str) -> dict[str, str]:

@@ -12,9 +12,11 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
+import pytest
 from sqlalchemy.engine import make_url
 
 from durable_agui.devserver import free_port
@@ -31,6 +33,23 @@ def postgres_bin() -> Path | None:
 
 def _version(path: str) -> int:
     return int(Path(path).parent.parent.name.split(".")[0])
+
+
+@contextlib.contextmanager
+def throwaway_postgres() -> Iterator[PostgresServer]:
+    """A started ``PostgresServer``, stopped (and removed) afterwards. Without the binaries
+    it fails under CI and skips elsewhere."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 class ExternalPostgres:

@@ -5,7 +5,6 @@ get clear errors, well-formed streams, and threads continue once the store is ba
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import Cluster, store_of
-from tests.postgres import PostgresServer, postgres_bin
+from tests.postgres import PostgresServer, throwaway_postgres
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
@@ -30,17 +29,8 @@ from tests.test_fuzz import assert_well_formed
 @pytest.fixture
 def postgres(tmp_path: Path) -> Iterator[PostgresServer]:
     """A PostgreSQL server only this test uses, so it may stop it."""
-    bin_dir = postgres_bin()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = PostgresServer(bin_dir)
-    server.start()
-    try:
+    with throwaway_postgres() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -728,18 +728,14 @@ class AgentThreadWorkflow:
             await self._run_turn(run, run.user_messages, [])
 
     async def _count_session_messages(self) -> int:
-        if workflow.patched(PATCH_COUNT_LOCALLY):
-            # A local activity: counted within the workflow task that schedules the turn,
-            # which saves a workflow task round trip on every thread's first turn.
-            return await workflow.execute_local_activity(
-                "count_session_messages",
-                self._thread_id,
-                result_type=int,
-                start_to_close_timeout=RECONCILE_TIMEOUT,
-                retry_policy=COUNT_RETRY,
-                summary="count the session's messages",
-            )
-        return await workflow.execute_activity(
+        # A local activity: counted within the workflow task that schedules the turn, which
+        # saves a workflow task round trip on every thread's first turn.
+        execute = (
+            workflow.execute_local_activity
+            if workflow.patched(PATCH_COUNT_LOCALLY)
+            else workflow.execute_activity
+        )
+        count: int = await execute(
             "count_session_messages",
             self._thread_id,
             result_type=int,
@@ -747,6 +743,7 @@ class AgentThreadWorkflow:
             retry_policy=COUNT_RETRY,
             summary="count the session's messages",
         )
+        return count
 
     def _check_cancelled(self) -> None:
         if self._cancel_requested:
