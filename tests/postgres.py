@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 from sqlalchemy.engine import make_url
 
 from durable_agui.devserver import free_port
+from tests.prerequisites import require_postgres_binaries
 
 
 def postgres_bin() -> Path | None:
@@ -38,13 +38,8 @@ def _version(path: str) -> int:
 @contextlib.contextmanager
 def throwaway_postgres() -> Iterator[PostgresServer]:
     """A started ``PostgresServer``, stopped (and removed) afterwards. Without the binaries
-    it fails under CI and skips elsewhere."""
-    bin_dir = postgres_bin()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = PostgresServer(bin_dir)
+    it skips, and fails under CI (``require_postgres_binaries``)."""
+    server = PostgresServer(require_postgres_binaries())
     server.start()
     try:
         yield server

@@ -4,21 +4,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import DevStack
+from tests.prerequisites import require_node
 
 JS = Path(__file__).parent / "js"
 
 
 def test_the_js_suite_passes_against_a_running_server(running_stack: DevStack) -> None:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.fail("Node.js and npm are needed for tests/js (apt-get install nodejs npm)")
+    node, npm = require_node()
     if not (JS / "node_modules" / "@ag-ui" / "client").exists():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, timeout=300)
     done = subprocess.run(
