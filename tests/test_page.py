@@ -6,7 +6,6 @@ download). Screenshots of every step go to ``test-output/`` at the repository ro
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,8 +13,8 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.conftest import DevStack
+from tests.prerequisites import require_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(__file__).parent.parent / "test-output"
 FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,10 +24,9 @@ FLAGS = [
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: apt-get install chromium (.ci/run does)")
+    chromium = require_chromium()
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        launched = await playwright.chromium.launch(executable_path=chromium, args=FLAGS)
         try:
             yield launched
         finally:
@@ -77,23 +75,101 @@ async def test_a_person_answers_a_frontend_tool_after_a_reload(
     await shot(page, "page-3-answered")
 
 
-async def test_a_form_card_from_the_tool_schema_and_an_approval(
-    page: Page, running_stack: DevStack
+@pytest.mark.parametrize(
+    ("prompt", "fill", "click", "answer"),
+    [
+        pytest.param(
+            'call confirm_booking {"flight":"LV1"}', {}, "Approve",
+            'confirm_booking -> success: {"approved":true}', id="confirm_booking-approve",
+        ),
+        pytest.param(
+            'call confirm_booking {"flight":"LV2"}', {}, "Deny",
+            'confirm_booking -> success: {"approved":false}', id="confirm_booking-deny",
+        ),
+        pytest.param(
+            'call choose_seat {"row":3}', {"seat": "3C"}, "Send",
+            'choose_seat -> success: {"seat":"3C"}', id="choose_seat-send",
+        ),
+        pytest.param(
+            'call cancel_booking {"booking":"BK-1"}', {}, "Approve",
+            'cancel_booking -> success: {"cancelled": "BK-1", "note": null}', id="approval-approve",
+        ),
+        pytest.param(
+            'call cancel_booking {"booking":"BK-2"}', {}, "Deny",
+            "cancel_booking -> error: The person declined this action; it was not run.",
+            id="approval-deny",
+        ),
+    ],
+)  # fmt: skip
+async def test_an_answer_shows_live_as_the_thread_holds_it(
+    page: Page, running_stack: DevStack, prompt: str, fill: dict[str, str], click: str, answer: str
 ) -> None:
-    await page.goto(f"{running_stack.url}/#thread=page-seat")
-    await page.fill("#text", 'call choose_seat {"row":3}')
+    await page.goto(running_stack.url)
+    await page.fill("#text", prompt)
     await page.click("button[type=submit]")
-    await page.fill(".card input[name=seat]", "3C")
-    await page.click(".card >> text=Send")
-    await expect(page.locator(".msg.assistant").last).to_contain_text(
-        'choose_seat -> success: {"seat":"3C"'
-    )
+    for name, value in fill.items():
+        await page.fill(f".card input[name={name}]", value)
+    await page.click(f".card >> text={click}")
+
+    # Without a reload: the result of the call, then the model's answer to it.
+    await expect(page.locator(".msg.assistant").last).to_have_text(answer)
+    await expect(page.locator("#status")).to_have_text("idle")
+    live = await page.locator(".msg").all_inner_texts()
+    assert live[-2].startswith("↳ "), live
+    await page.reload()  # the server's history shows exactly what the page showed live
+    await expect(page.locator("#status")).to_have_text("idle")
+    await expect(page.locator(".msg")).to_have_text(live)
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["live", "after-reload"])
+async def test_an_approval_shows_the_call_and_sends_its_note(
+    page: Page, running_stack: DevStack, reload: bool
+) -> None:
+    await page.goto(running_stack.url)
     await page.fill("#text", 'call cancel_booking {"booking":"BK-9"}')
     await page.click("button[type=submit]")
-    await expect(page.locator(".card")).to_contain_text("Cancel this booking?")
-    await shot(page, "page-4-approval")
+    card = page.locator(".card")
+    await expect(card).to_contain_text("Cancel this booking?")
+    if reload:  # the card comes back from GET /threads/{id}'s interrupts
+        await page.reload()
+    await expect(card).to_contain_text("cancel_booking")
+    await expect(card).to_contain_text('"booking": "BK-9"')
+    await page.fill(".card input[name=note]", "call me first")
+    await shot(page, "page-4-approval-after-reload" if reload else "page-4-approval")
     await page.click(".card >> text=Approve")
-    await expect(page.locator(".msg.assistant").last).to_contain_text("cancel_booking -> success")
+    await expect(page.locator(".msg.assistant").last).to_have_text(
+        'cancel_booking -> success: {"cancelled": "BK-9", "note": "call me first"}'
+    )
+    await expect(card).to_have_count(0)
+
+
+async def test_a_new_thread_makes_no_failed_request(page: Page, running_stack: DevStack) -> None:
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on(
+        "response", lambda r: problems.append(f"{r.status}: {r.url}") if r.status >= 400 else None
+    )
+
+    await page.goto(running_stack.url)  # no thread in the URL: the page makes one up
+    await expect(page.locator("#status")).to_have_text("new thread")
+    await page.reload()  # still unknown to the server, still not asked for
+    await expect(page.locator("#status")).to_have_text("new thread")
+    await page.fill("#text", "hello")
+    await page.click("button[type=submit]")
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: hello")
+    await expect(page.locator("#temporal-link")).to_be_visible()
+
+    await page.click("#new-thread")
+    await expect(page.locator("#status")).to_have_text("new thread")
+    await expect(page.locator(".msg")).to_have_count(0)
+    await page.fill("#text", "again")
+    await page.click("button[type=submit]")
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: again")
+    await expect(page.locator("#temporal-link")).to_be_visible()
+    await shot(page, "page-5-new-thread")
+    assert problems == []
 
 
 async def test_the_temporal_ui_finds_the_waiting_thread(
