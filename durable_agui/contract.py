@@ -28,6 +28,29 @@ WORKFLOW_ID_PREFIX = "agui-thread-"
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 """Accepted ``threadId`` shape: it names a Temporal workflow and a session folder on disk."""
 
+RUN_ID_PATTERN = THREAD_ID_PATTERN
+"""Accepted ``runId`` shape (the same rule): it is a path segment of the run's events URL."""
+
+MAX_MESSAGE_ID = 256
+"""Longest AG-UI message id a run may carry (characters)."""
+MAX_TOOL_CALL_ID = 128
+"""Longest ``toolCallId`` an answer may name (wire ids minted here have 29 characters)."""
+MAX_INTERRUPT_ID = 160
+"""Longest ``interruptId`` a resume entry may name (ids minted here have 37 characters)."""
+MAX_OPEN_CALLS = 64
+"""Frontend calls and approvals one batch leaves open. More in one model message are not
+offered: ``run_turn`` answers them at once with ``TOO_MANY_CALLS`` as an error result."""
+TOO_MANY_CALLS = (
+    f"Not offered to the client: the model made more than {MAX_OPEN_CALLS} frontend calls "
+    "and approvals in one message."
+)
+MAX_CALLS_PER_TURN = 1000
+"""Tool calls one turn reports to its thread (the wire -> native id map); calls past it are
+streamed and run, but listed under their native ids in transcripts."""
+MAX_NATIVE_ID = 128
+"""Longest Strands ``toolUseId`` a model may produce (providers use 20-64); a longer one
+fails the turn, so that what a thread remembers stays bounded."""
+
 RECENT_RUNS = 200
 """How many finished run ids a thread remembers (for reading their events, refusing reuse)."""
 
@@ -50,9 +73,31 @@ PENDING_TOOL_CALLS = SearchAttributeKey.for_int("PendingToolCalls")
 THREAD_LAST_ACTIVITY = SearchAttributeKey.for_datetime("ThreadLastActivity")
 
 
-def workflow_id_for(thread_id: str) -> str:
-    """Return the workflow id of the thread ``thread_id``."""
-    return WORKFLOW_ID_PREFIX + thread_id
+ANONYMOUS = "anonymous"
+"""The principal of every request when authentication is off."""
+
+
+def digest(text: str) -> str:
+    """A fixed-size fingerprint of ``text`` (128 bits of SHA-256, hex): what a thread
+    remembers of ids and answers a client chose, whatever their length."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def session_id_for(thread_id: str, principal: str = ANONYMOUS) -> str:
+    """The thread's id in Temporal and in the session store.
+
+    Each principal has a thread id space of its own, so nobody can learn that another
+    principal's thread exists (a POST or GET for its id behaves exactly as for a free id).
+    The anonymous principal (``DURABLE_AGUI_AUTH=none``) keeps the plain ``threadId``.
+    """
+    if principal == ANONYMOUS:
+        return thread_id
+    return f"{thread_id}.{digest(principal)[:16]}"
+
+
+def workflow_id_for(thread_id: str, principal: str = ANONYMOUS) -> str:
+    """Return the workflow id of the thread ``thread_id`` of ``principal``."""
+    return WORKFLOW_ID_PREFIX + session_id_for(thread_id, principal)
 
 
 def run_topic(run_id: str) -> str:
@@ -77,6 +122,20 @@ class ErrorType(StrEnum):
     AGENT_MISMATCH = "ThreadAgentMismatch"
     THREAD_NOT_FOUND = "ThreadNotFound"
     UNKNOWN_AGENT = "UnknownAgent"
+    THREAD_BUSY = "ThreadBusy"
+    """Too many runs queued, or too many requests in flight for one thread (429)."""
+    ANSWERS_TOO_LARGE = "AnswersTooLarge"
+    """The answers a batch holds would pass ``MAX_BATCH_ANSWER_BYTES`` (413)."""
+    SESSION_STORE_INCONSISTENT = "SessionStoreInconsistent"
+    """The session store does not hold what the thread recorded (a message missing, a file
+    that does not parse): nothing is cut or written until the store is repaired."""
+    INVALID_TOOL_CALL = "InvalidToolCall"
+    """The model produced a tool call this server cannot track (an over-long id)."""
+    ROLLING_OVER = "ThreadRollingOver"
+    """The thread is continuing as new (a moment): the API sends the request again."""
+    THREAD_READ = "ThreadRead"
+    """Not an error: the ``read_thread`` update's validator refuses with the thread's state
+    as its details, so reads never leave a trace in history (see ``read_thread``)."""
 
 
 class ThreadStatus(StrEnum):
@@ -117,6 +176,10 @@ class UserInput(BaseModel):
         text = json.dumps(self.content, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
+    def id_digest(self) -> str:
+        """What a thread remembers of this message's id (fixed size, whatever the id)."""
+        return digest(self.message_id)
+
 
 class ToolResult(BaseModel):
     """The client's answer to a frontend tool call, addressed by wire id.
@@ -132,6 +195,14 @@ class ToolResult(BaseModel):
     def same_answer(self, other: ToolResult) -> bool:
         return self.content == other.content and self.error == other.error
 
+    def answer_digest(self) -> str:
+        """Fingerprint of the answer (content and error), kept once the call is closed."""
+        return digest(json.dumps([self.content, self.error], sort_keys=True, ensure_ascii=False))
+
+    def size(self) -> int:
+        """UTF-8 bytes of the answer's content and error, as the batch budget counts them."""
+        return _json_bytes([self.content, self.error])
+
 
 class ResumeAnswer(BaseModel):
     """An AG-UI 1.0 ``resume`` entry: the answer to an interrupt (an approval request)."""
@@ -142,6 +213,18 @@ class ResumeAnswer(BaseModel):
 
     def same_answer(self, other: ResumeAnswer) -> bool:
         return self.status == other.status and self.payload == other.payload
+
+    def answer_digest(self) -> str:
+        """Fingerprint of the answer (status and payload), kept once the interrupt is closed."""
+        return digest(json.dumps([self.status, self.payload], sort_keys=True, ensure_ascii=False))
+
+    def size(self) -> int:
+        """UTF-8 bytes of the payload, as the batch budget counts them."""
+        return _json_bytes(self.payload)
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 class RunRequest(BaseModel):
@@ -171,6 +254,12 @@ class RunAccepted(BaseModel):
     topic: str
     queued_behind: int
     acknowledged_tool_call_ids: list[str] = Field(default_factory=list)
+    from_offset: int = 0
+    """Stream offset from which the run's events are read (its first event is at or after it)."""
+    stream_end: int = 0
+    """Offset after the stream's last event when the run was accepted."""
+    finished: bool = False
+    """The run had already finished (a retried POST): its events are all before ``stream_end``."""
 
 
 class ToolResultsRequest(BaseModel):
@@ -183,6 +272,19 @@ class ToolResultsRequest(BaseModel):
     principal: str = "anonymous"
     results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
+
+
+class CancelRequest(BaseModel):
+    """``cancel_run``'s input: who asks (only the thread's owner may cancel)."""
+
+    principal: str = ANONYMOUS
+
+
+class ReadRequest(BaseModel):
+    """``read_thread``'s input: who reads (only the thread's owner may); ``None`` for the
+    server's own reads (activities, operators' commands)."""
+
+    principal: str | None = ANONYMOUS
 
 
 class ToolResultsAccepted(BaseModel):
@@ -278,6 +380,17 @@ class ThreadState(BaseModel):
     interrupts: list[OpenInterrupt]
     tool_call_ids: dict[str, str]
     turns: int
+    session_id: str = ""
+    """The thread's id in the session store (``session_id_for``)."""
+    stream_end: int = 0
+    """Offset after the last event in the thread's stream (``Last-Event-ID`` + 1 may not
+    pass it)."""
+    run_start_offsets: dict[str, int] = Field(default_factory=dict)
+    """Stream offset where each recent run's events start (runs whose events are kept)."""
+    cancel_requested: bool = False
+    """A cancel of the run in progress was accepted; its turn stops at the next safe point."""
+    message_count: int | None = None
+    """Messages the thread recorded in its session after its last turn (``None``: none yet)."""
 
 
 class ThreadCarry(BaseModel):
@@ -293,13 +406,22 @@ class ThreadCarry(BaseModel):
     interrupts: list[OpenInterrupt] = Field(default_factory=list)
     batch_order: list[str] = Field(default_factory=list)
     closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = Field(default_factory=dict)
+    """Carried by threads started before digests were kept; read once, then empty."""
     closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = Field(default_factory=dict)
+    """Carried by threads started before digests were kept; read once, then empty."""
+    closed_call_digests: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
+    """Closed calls by wire id: the answer's digest and why the call closed."""
+    closed_interrupt_digests: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
+    """Closed approvals by interrupt id: the answer's digest and why it closed."""
     tail: list[NativeToolResult] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
     tail_anchor: str | None = None
     tool_call_ids: dict[str, str] = Field(default_factory=dict)
     approval_wire_ids: list[str] = Field(default_factory=list)
     taken_message_ids: dict[str, str] = Field(default_factory=dict)
+    """Carried by threads started before digests were kept (id -> content digest)."""
+    taken_message_digests: dict[str, str] = Field(default_factory=dict)
+    """Message id digest -> content digest of the user messages taken in."""
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     finished_run_ids: list[str] = Field(default_factory=list)
     turns: int = 0
@@ -325,6 +447,9 @@ class ThreadInput(BaseModel):
     agent: str
     owner: str = "anonymous"
     """The principal that created the thread; nobody else may read or answer it."""
+    session_id: str | None = None
+    """The thread's id in the session store; ``None`` (threads started before ids were
+    scoped by principal) means ``thread_id``."""
     answer_timeout_s: float = 24 * 3600
     turns_per_workflow_run: int = 100
     search_attributes: bool = False
@@ -343,6 +468,8 @@ class TurnInput(BaseModel):
     thread_id: str
     run_id: str
     agent: str
+    session_id: str | None = None
+    """The thread's id in the session store (``thread_id`` when ``None``)."""
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
@@ -390,6 +517,11 @@ class ReconcileInput(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     anchor_native_id: str | None = None
     """The call whose result message receives ``user_messages`` (if it ends the history)."""
+    session_id: str | None = None
+    """The thread's id in the session store (``thread_id`` when ``None``)."""
+    expected_count: int | None = None
+    """How many messages the thread recorded in its session; a store holding another
+    number is inconsistent and nothing is written (``SessionStoreInconsistent``)."""
 
 
 class ReconcileOutput(BaseModel):
@@ -404,7 +536,14 @@ class ReconcileOutput(BaseModel):
 
 
 class CancelAccepted(BaseModel):
+    """What ``cancel_run`` answers once the run has ended.
+
+    ``outcome``: ``cancelled`` (stopped at a safe point) or ``finished`` (the cancel came
+    after the turn's last model call: the run completed as it would have).
+    """
+
     run_id: str
+    outcome: Literal["cancelled", "finished", "pending"] = "pending"
 
 
 _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -43,12 +43,14 @@ with workflow.unsafe.imports_passed_through():
         THREAD_STATUS,
         ApprovedCall,
         CancelAccepted,
+        CancelRequest,
         ClosedReason,
         ErrorType,
         FrontendTool,
         NativeToolResult,
         OpenInterrupt,
         PendingToolCall,
+        ReadRequest,
         ReconcileInput,
         ReconcileOutput,
         ResumeAnswer,
@@ -65,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         TurnInput,
         TurnOutput,
         UserInput,
+        digest,
         event_to_wire,
         run_topic,
     )
@@ -83,6 +86,19 @@ KEEP_RUN_EVENTS = 10
 KEEP_MESSAGE_IDS = 1000
 """Message ids remembered across continue-as-new. Only a transcript's tail (after the last
 assistant message) is ever sent to a thread, so older ids cannot come back."""
+
+MAX_QUEUED_RUNS = 8
+"""Runs a thread queues behind the one in progress; one more is refused with 429
+(``ThreadBusy``), so a burst of requests cannot grow a thread's history without bound."""
+MAX_BATCH_ANSWER_BYTES = 512_000
+"""Answers (content, error text, approval payloads; UTF-8 bytes) an open batch may hold.
+With every other carried field bounded, this keeps a continue-as-new input well under
+Temporal's 2 MB payload limit whatever the client sent (``tests/test_carry_bounds.py``)."""
+KEEP_CALL_IDS = 1000
+"""Wire -> native id pairs remembered (the most recent calls): transcripts show older
+calls under their native ids."""
+PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
+"""workflow.patched id: a cancel's answer waits for the run's end and names its outcome."""
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 T = TypeVar("T")
@@ -125,6 +141,7 @@ class AgentThreadWorkflow:
     def __init__(self, start: ThreadInput) -> None:
         self._start = start
         self._thread_id = start.thread_id
+        self._session_id = start.session_id or start.thread_id
         self._agent = start.agent
         self._answer_timeout = timedelta(seconds=start.answer_timeout_s)
         carry = start.carry or ThreadCarry()
@@ -136,18 +153,27 @@ class AgentThreadWorkflow:
         self._calls: dict[str, PendingToolCall] = {c.wire_id: c for c in carry.calls}
         self._interrupts: dict[str, OpenInterrupt] = {i.interrupt_id: i for i in carry.interrupts}
         self._batch_order: list[str] = carry.batch_order
-        # Answers that closed a batch: by wire id (calls) and interrupt id (approvals).
-        self._closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = carry.closed_calls
-        self._closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = (
-            carry.closed_interrupts
-        )
+        # Answers that closed a batch, as digests: by wire id (calls) and interrupt id
+        # (approvals). Carries from before digests hold whole answers: digested here.
+        self._closed_calls: dict[str, tuple[str, ClosedReason]] = {
+            **{w: (r.answer_digest(), why) for w, (r, why) in carry.closed_calls.items()},
+            **carry.closed_call_digests,
+        }
+        self._closed_interrupts: dict[str, tuple[str, ClosedReason]] = {
+            **{i: (a.answer_digest(), why) for i, (a, why) in carry.closed_interrupts.items()},
+            **carry.closed_interrupt_digests,
+        }
         # Results of a closed batch not yet written to the session, approvals not yet run.
         self._tail: list[NativeToolResult] = carry.tail
         self._approved: list[ApprovedCall] = carry.approved
         self._tail_anchor: str | None = carry.tail_anchor
         self._tool_call_ids: dict[str, str] = carry.tool_call_ids
         self._approval_wire_ids: set[str] = set(carry.approval_wire_ids)
-        self._taken_message_ids: dict[str, str] = carry.taken_message_ids  # id -> digest
+        # Digest of each user message id taken in -> digest of its content.
+        self._taken_messages: dict[str, str] = {
+            **{digest(m): d for m, d in carry.taken_message_ids.items()},
+            **carry.taken_message_digests,
+        }
         self._frontend_tools: list[FrontendTool] = carry.frontend_tools
         self._finished_run_ids: list[str] = carry.finished_run_ids
         self._turns = carry.turns
@@ -157,6 +183,8 @@ class AgentThreadWorkflow:
         self._run_start_offsets: dict[str, int] = carry.run_start_offsets
         self._run_digests: dict[str, str] = carry.run_digests
         self._shown_status: tuple[str, int] | None = None
+        self._rolling_over = False
+        self._run_outcomes: dict[str, Literal["cancelled", "finished"]] = {}
         self._stream = WorkflowStream(prior_state=start.stream_state)
 
     @workflow.run
@@ -191,6 +219,10 @@ class AgentThreadWorkflow:
         Stream pollers are released first (subscribers follow to the new run), and every
         handler finishes, so answers or runs that arrived meanwhile are carried, not lost.
         """
+        # From here on runs and answers are refused with ThreadRollingOver (the API retries
+        # them on the new run), so the queue stays empty: queued runs could not be carried
+        # within the payload limit.
+        self._rolling_over = True
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         # The new run keeps the events of the last few runs, for clients that reconnect;
@@ -198,40 +230,36 @@ class AgentThreadWorkflow:
         kept = dict(list(self._run_start_offsets.items())[-KEEP_RUN_EVENTS:])
         if kept:
             self._stream.truncate(min(kept.values()))
+        carry = self._carry(kept)
         stream_state = self._stream.get_state()
-        keep_closed = KEEP_CLOSED
-        while True:
-            carry = self._carry(keep_closed, kept)
-            size = len(carry.model_dump_json()) + sum(len(i.data) for i in stream_state.log)
-            if size <= MAX_CARRY_BYTES:
-                break
-            if stream_state.log:
-                # Large runs: their events are not carried (a reconnect to them ends at once).
-                self._stream.truncate(stream_state.base_offset + len(stream_state.log))
-                stream_state = self._stream.get_state()
-                kept = {}
-            elif keep_closed > 0:
-                keep_closed //= 4  # large answers: remember fewer closed calls
-            else:
-                break
+        # The carry itself is bounded (MAX_BATCH_ANSWER_BYTES and the limits it relies on);
+        # the events of large runs may not fit beside it: those are not carried (a reconnect
+        # to such a run ends at once).
+        if (
+            len(carry.model_dump_json()) + sum(len(i.data) for i in stream_state.log)
+            > MAX_CARRY_BYTES
+        ):
+            self._stream.truncate(stream_state.base_offset + len(stream_state.log))
+            stream_state = self._stream.get_state()
+            carry = self._carry({})
         workflow.continue_as_new(
             self._start.model_copy(update={"carry": carry, "stream_state": stream_state})
         )
 
-    def _carry(self, keep_closed: int, run_start_offsets: dict[str, int]) -> ThreadCarry:
+    def _carry(self, run_start_offsets: dict[str, int]) -> ThreadCarry:
         return ThreadCarry(
             queue=self._queue,
             calls=list(self._calls.values()),
             interrupts=list(self._interrupts.values()),
             batch_order=self._batch_order,
-            closed_calls=_recent(self._closed_calls, keep_closed),
-            closed_interrupts=_recent(self._closed_interrupts, keep_closed),
+            closed_call_digests=_recent(self._closed_calls, KEEP_CLOSED),
+            closed_interrupt_digests=_recent(self._closed_interrupts, KEEP_CLOSED),
             tail=self._tail,
             approved=self._approved,
             tail_anchor=self._tail_anchor,
-            tool_call_ids=self._tool_call_ids,
-            approval_wire_ids=sorted(self._approval_wire_ids),
-            taken_message_ids=_recent(self._taken_message_ids, KEEP_MESSAGE_IDS),
+            tool_call_ids=_recent(self._tool_call_ids, KEEP_CALL_IDS),
+            approval_wire_ids=sorted(self._approval_wire_ids & set(self._tool_call_ids)),
+            taken_message_digests=_recent(self._taken_messages, KEEP_MESSAGE_IDS),
             frontend_tools=self._frontend_tools,
             finished_run_ids=self._finished_run_ids,
             turns=self._turns,
@@ -253,8 +281,7 @@ class AgentThreadWorkflow:
             return ThreadStatus.AWAITING_TOOL_RESULTS
         return ThreadStatus.IDLE
 
-    @workflow.query
-    def state(self) -> ThreadState:
+    def _state(self) -> ThreadState:
         return ThreadState(
             thread_id=self._thread_id,
             agent=self._agent,
@@ -267,14 +294,50 @@ class AgentThreadWorkflow:
             interrupts=list(self._interrupts.values()),
             tool_call_ids=self._tool_call_ids,
             turns=self._turns,
+            session_id=self._session_id,
+            stream_end=self._stream_end(),
+            run_start_offsets=dict(list(self._run_start_offsets.items())[-KEEP_RUN_EVENTS:]),
+            cancel_requested=self._cancel_requested and self._current_run_id is not None,
+            message_count=self._message_count,
         )
+
+    @workflow.query
+    def state(self) -> ThreadState:
+        """The thread's bookkeeping. For operators and tests; the API reads with
+        ``read_thread`` instead (see there why)."""
+        return self._state()
+
+    @workflow.update
+    def read_thread(self, request: ReadRequest) -> None:
+        """A read that leaves no trace: the validator always refuses, with the state.
+
+        Its validator raises ``ApplicationError`` of type ``ThreadRead`` whose one detail is
+        the ``ThreadState`` (or ``ThreadNotFound`` for anyone but the owner), so this handler
+        never runs and the refused update writes nothing to history. Reads travel through a
+        workflow task like any update, never as a direct query task: sdk-core applies the
+        new events of a direct query task to a cached run and sends the commands that
+        produces in front of the next task's update acceptances, an order replay cannot
+        reproduce (the nondeterminism recorded in ``tests/histories/upstream``).
+        """
+
+    @read_thread.validator
+    def _validate_read(self, request: ReadRequest) -> None:
+        if request.principal is not None:
+            self._check_owner(request.principal)
+        raise ApplicationError("thread state", self._state(), type=ErrorType.THREAD_READ)
 
     @workflow.update
     def submit_run(self, request: RunRequest) -> RunAccepted:
         """Queue an AG-UI run: take in its answers and its not-yet-seen user messages."""
+        end = self._stream_end()
         if self._knows_run(request.run_id):  # a validated replay: nothing new to take in
             return RunAccepted(
-                run_id=request.run_id, topic=run_topic(request.run_id), queued_behind=0
+                run_id=request.run_id,
+                topic=run_topic(request.run_id),
+                queued_behind=0,
+                from_offset=self._run_start_offsets.get(request.run_id, end),
+                stream_end=end,
+                finished=request.run_id in self._finished_run_ids,
             )
         if request.digest:
             self._run_digests = _recent(
@@ -282,8 +345,8 @@ class AgentThreadWorkflow:
             )
         acknowledged = self._already_held(request.tool_results, request.resume)
         self._take_answers(request.tool_results, request.resume)
-        fresh = [m for m in request.user_messages if m.message_id not in self._taken_message_ids]
-        self._taken_message_ids.update((m.message_id, m.digest()) for m in fresh)
+        fresh = [m for m in request.user_messages if m.id_digest() not in self._taken_messages]
+        self._taken_messages.update((m.id_digest(), m.digest()) for m in fresh)
         if request.frontend_tools is not None:
             self._frontend_tools = request.frontend_tools
         self._queue.append(request.model_copy(update={"user_messages": fresh}))
@@ -293,6 +356,8 @@ class AgentThreadWorkflow:
             topic=run_topic(request.run_id),
             queued_behind=len(self._queue) - 1 + (1 if self._current_run_id else 0),
             acknowledged_tool_call_ids=acknowledged,
+            from_offset=end,
+            stream_end=end,
         )
 
     def _check_owner(self, principal: str) -> None:
@@ -300,6 +365,13 @@ class AgentThreadWorkflow:
             # Exactly what a thread that does not exist answers: nothing leaks.
             raise ApplicationError(
                 f"no thread {self._thread_id!r}", type=ErrorType.THREAD_NOT_FOUND
+            )
+
+    def _check_not_rolling_over(self) -> None:
+        if self._rolling_over:
+            raise ApplicationError(
+                "the thread is continuing as new; send the request again",
+                type=ErrorType.ROLLING_OVER,
             )
 
     @submit_run.validator
@@ -311,17 +383,26 @@ class AgentThreadWorkflow:
                 f"not {request.agent!r}",
                 type=ErrorType.AGENT_MISMATCH,
             )
-        if self._knows_run(request.run_id) and not self._is_replay(request):
+        if self._knows_run(request.run_id):
+            if self._is_replay(request):
+                return  # a retried POST: the same run, nothing new
             raise ApplicationError(
                 f"runId {request.run_id!r} was already used in thread {self._thread_id!r} "
                 "with other input; a new run needs a new runId",
                 type=ErrorType.RUN_ID_REUSED,
             )
+        self._check_not_rolling_over()
+        if len(self._queue) >= MAX_QUEUED_RUNS:
+            raise ApplicationError(
+                f"thread {self._thread_id!r} already has {len(self._queue)} runs queued; "
+                "send this one when one of them has finished",
+                type=ErrorType.THREAD_BUSY,
+            )
         for message in request.user_messages:
-            taken = self._taken_message_ids.get(message.message_id)
+            taken = self._taken_messages.get(message.id_digest())
             if taken is not None and taken != message.digest():
                 raise ApplicationError(
-                    f"message id {message.message_id!r} was already taken in with other "
+                    f"message id {_shown(message.message_id)} was already taken in with other "
                     "content; a new message needs a new id",
                     type=ErrorType.MESSAGE_ID_REUSED,
                 )
@@ -371,21 +452,32 @@ class AgentThreadWorkflow:
     @submit_tool_results.validator
     def _validate_tool_results(self, request: ToolResultsRequest) -> None:
         self._check_owner(request.principal)
+        self._check_not_rolling_over()
         if not request.results and not request.resume:
             raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
         self._check_answers(request.results, request.resume)
 
     @workflow.update
-    def cancel_run(self) -> CancelAccepted:
-        """Stop the run in progress; it ends with ``RUN_FINISHED`` outcome ``cancelled``."""
-        assert self._current_run_id is not None
+    async def cancel_run(self, request: CancelRequest | None = None) -> CancelAccepted:
+        """Stop the run in progress at the agent's next safe point.
+
+        Answers once the run has ended, with its outcome: ``cancelled``, or ``finished``
+        when the cancel came after the turn's last model call (nothing left to stop).
+        """
+        run_id = self._current_run_id
+        assert run_id is not None
         self._cancel_requested = True
         if self._turn_activity is not None:
             self._turn_activity.cancel()
-        return CancelAccepted(run_id=self._current_run_id)
+        if not workflow.patched(PATCH_CANCEL_OUTCOME):
+            return CancelAccepted(run_id=run_id)
+        await workflow.wait_condition(lambda: run_id in self._finished_run_ids)
+        outcome = self._run_outcomes.get(run_id, "finished")
+        return CancelAccepted(run_id=run_id, outcome=outcome)
 
     @cancel_run.validator
-    def _validate_cancel(self) -> None:
+    def _validate_cancel(self, request: CancelRequest | None = None) -> None:
+        self._check_owner((request or CancelRequest(principal=self._start.owner)).principal)
         if self._current_run_id is None:
             raise ApplicationError(
                 f"thread {self._thread_id!r} has no run in progress",
@@ -401,34 +493,42 @@ class AgentThreadWorkflow:
         ``ConflictingToolResult``: a different answer for an id already answered.
         ``ToolCallExpired`` / ``ToolCallAbandoned``: the call was closed without an answer.
         ``UnknownInterrupt`` / ``ConflictingResume``: the same for approvals.
+        ``AnswersTooLarge``: the batch would hold more than ``MAX_BATCH_ANSWER_BYTES``.
         """
         seen: dict[str, ToolResult] = {}
+        new_bytes = 0
         for result in results:
             wire_id = result.tool_call_id
             closed = self._closed_calls.get(wire_id)
-            if closed is not None and closed[1] != ClosedReason.ANSWERED:
-                if not closed[0].same_answer(result):
-                    self._refuse_closed(wire_id, closed[1])
+            if closed is not None:
+                if closed[0] != result.answer_digest():
+                    if closed[1] != ClosedReason.ANSWERED:
+                        self._refuse_closed(wire_id, closed[1])
+                    raise ApplicationError(
+                        f"tool call {wire_id!r} already has a different result",
+                        type=ErrorType.CONFLICTING_TOOL_RESULT,
+                    )
                 continue
             call = self._calls.get(wire_id)
             held = seen.get(wire_id) or (call.result if call else None)
-            held = held or (closed[0] if closed else None)
             if held is not None and not held.same_answer(result):
                 raise ApplicationError(
                     f"tool call {wire_id!r} already has a different result",
                     type=ErrorType.CONFLICTING_TOOL_RESULT,
                 )
-            if call is None and closed is None:
+            if call is None:
                 hint = ""
                 if wire_id in self._approval_wire_ids:
                     hint = " (it needs approval: answer its interrupt with a resume entry)"
                 elif self._current_run_id is not None:
                     hint = " (a run is in progress: send results after its RUN_FINISHED)"
                 raise ApplicationError(
-                    f"tool call {wire_id!r} is not a pending frontend call of thread "
+                    f"tool call {_shown(wire_id)} is not a pending frontend call of thread "
                     f"{self._thread_id!r}{hint}",
                     type=ErrorType.UNKNOWN_TOOL_CALL,
                 )
+            if held is None and wire_id not in seen:
+                new_bytes += result.size()
             seen[wire_id] = result
         answers: dict[str, ResumeAnswer] = {}
         for answer in resume:
@@ -436,20 +536,43 @@ class AgentThreadWorkflow:
             closed_answer = self._closed_interrupts.get(answer.interrupt_id)
             if interrupt is None and closed_answer is None:
                 raise ApplicationError(
-                    f"interrupt {answer.interrupt_id!r} is not open in thread {self._thread_id!r}",
+                    f"interrupt {_shown(answer.interrupt_id)} is not open in thread "
+                    f"{self._thread_id!r}",
                     type=ErrorType.UNKNOWN_INTERRUPT,
                 )
+            if closed_answer is not None:
+                if closed_answer[1] != ClosedReason.ANSWERED:
+                    self._refuse_closed(answer.interrupt_id, closed_answer[1])
+                if closed_answer[0] != answer.answer_digest():
+                    raise ApplicationError(
+                        f"interrupt {answer.interrupt_id!r} already has a different answer",
+                        type=ErrorType.CONFLICTING_RESUME,
+                    )
+                continue
             held_answer = answers.get(answer.interrupt_id) or (
-                interrupt.resolution if interrupt else closed_answer[0] if closed_answer else None
+                interrupt.resolution if interrupt else None
             )
-            if closed_answer is not None and closed_answer[1] != ClosedReason.ANSWERED:
-                self._refuse_closed(answer.interrupt_id, closed_answer[1])
             if held_answer is not None and not held_answer.same_answer(answer):
                 raise ApplicationError(
                     f"interrupt {answer.interrupt_id!r} already has a different answer",
                     type=ErrorType.CONFLICTING_RESUME,
                 )
+            if held_answer is None:
+                new_bytes += answer.size()
             answers[answer.interrupt_id] = answer
+        if new_bytes and self._held_bytes() + new_bytes > MAX_BATCH_ANSWER_BYTES:
+            raise ApplicationError(
+                f"the answers of this batch would hold {self._held_bytes() + new_bytes} bytes; "
+                f"a batch holds at most {MAX_BATCH_ANSWER_BYTES} (large results belong in a "
+                "store the tool shares with the agent)",
+                type=ErrorType.ANSWERS_TOO_LARGE,
+            )
+
+    def _held_bytes(self) -> int:
+        """Bytes of the answers the open batch holds (counted against the batch budget)."""
+        return sum(c.result.size() for c in self._calls.values() if c.result) + sum(
+            i.resolution.size() for i in self._interrupts.values() if i.resolution
+        )
 
     def _refuse_closed(self, wire_id: str, reason: ClosedReason) -> None:
         error_type = {
@@ -519,7 +642,7 @@ class AgentThreadWorkflow:
                 reason = unanswered
                 call.result = ToolResult(tool_call_id=call.wire_id, error=NO_ANSWER[reason])
                 self._tell_client(run_id, call.wire_id, NO_ANSWER[reason])
-            self._closed_calls[call.wire_id] = (call.result, reason)
+            self._closed_calls[call.wire_id] = (call.result.answer_digest(), reason)
             self._tail.append(
                 NativeToolResult(
                     native_id=call.native_id,
@@ -537,7 +660,7 @@ class AgentThreadWorkflow:
                 )
                 self._tell_client(run_id, interrupt.wire_id, NO_ANSWER[reason])
             answer = interrupt.resolution
-            self._closed_interrupts[interrupt.interrupt_id] = (answer, reason)
+            self._closed_interrupts[interrupt.interrupt_id] = (answer.answer_digest(), reason)
             if answer.status == "resolved":
                 self._approved.append(
                     ApprovedCall(
@@ -598,9 +721,11 @@ class AgentThreadWorkflow:
             "reconcile_session",
             ReconcileInput(
                 thread_id=self._thread_id,
+                session_id=self._session_id,
                 results=self._tail,
                 user_messages=user_messages,
                 anchor_native_id=self._tail_anchor,
+                expected_count=self._message_count,
             ),
             result_type=ReconcileOutput,
             start_to_close_timeout=RECONCILE_TIMEOUT,
@@ -657,13 +782,15 @@ class AgentThreadWorkflow:
                 thread_id=self._thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION
             ),
         )
+        self._run_outcomes[run.run_id] = "finished"
         try:
             await self._turn(run)
             self._publish(run.run_id, self._finished(run.run_id))
         except _RunCancelled as cancelled:
+            self._run_outcomes[run.run_id] = "cancelled"
             if not cancelled.persisted:
                 for user_message in run.user_messages:
-                    self._taken_message_ids.pop(user_message.message_id, None)
+                    self._taken_messages.pop(user_message.id_digest(), None)
             self._publish(
                 run.run_id,
                 RunFinishedEvent(
@@ -673,14 +800,11 @@ class AgentThreadWorkflow:
                 ),
             )
         except ActivityError as err:
-            cause = err.cause
-            code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-            message = str(cause.message if isinstance(cause, ApplicationError) else err)
-            self._publish(run.run_id, RunErrorEvent(message=message, code=code or "TurnFailed"))
+            self._publish(run.run_id, _run_error(err))
             # The failed turn is cut from the session by the next one: the client may send
             # its messages again under the same ids.
             for user_message in run.user_messages:
-                self._taken_message_ids.pop(user_message.message_id, None)
+                self._taken_messages.pop(user_message.id_digest(), None)
         finally:
             self._current_run_id = None
             self._show_status()
@@ -698,7 +822,7 @@ class AgentThreadWorkflow:
                             message=i.message,
                             tool_call_id=i.wire_id,
                             response_schema=i.response_schema,
-                            expires_at=i.expires_at.isoformat(),
+                            expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
                         )
                         for i in open_interrupts
                     ]
@@ -737,7 +861,7 @@ class AgentThreadWorkflow:
         )
         count: int = await execute(
             "count_session_messages",
-            self._thread_id,
+            self._session_id,
             result_type=int,
             start_to_close_timeout=RECONCILE_TIMEOUT,
             retry_policy=COUNT_RETRY,
@@ -760,6 +884,7 @@ class AgentThreadWorkflow:
             "run_turn",
             TurnInput(
                 thread_id=self._thread_id,
+                session_id=self._session_id,
                 run_id=run.run_id,
                 agent=self._agent,
                 user_messages=user_messages,
@@ -805,6 +930,9 @@ class AgentThreadWorkflow:
         expires_at = workflow.now() + self._answer_timeout
         for call in output.tool_calls:
             self._tool_call_ids[call.wire_id] = call.native_id
+        if len(self._tool_call_ids) > KEEP_CALL_IDS:
+            self._tool_call_ids = _recent(self._tool_call_ids, KEEP_CALL_IDS)
+            self._approval_wire_ids &= set(self._tool_call_ids)
         for call in output.open_calls:
             self._batch_order.append(call.native_id)
             if call.kind == "frontend":
@@ -824,8 +952,31 @@ class AgentThreadWorkflow:
 
 
 def _recent(items: dict[str, T], keep: int) -> dict[str, T]:
-    """The last ``keep`` entries of an insertion-ordered dict."""
-    return dict(list(items.items())[-keep:])
+    """The last ``keep`` entries of an insertion-ordered dict (none for ``keep`` <= 0)."""
+    return dict(list(items.items())[-keep:]) if keep > 0 else {}
+
+
+_OWN_ERROR_TYPES = frozenset(ErrorType)
+
+
+def _run_error(err: ActivityError) -> RunErrorEvent:
+    """The ``RUN_ERROR`` for a failed activity: the cause's own message when it is one of
+    ours (``ErrorType``), else a generic one, so no exception name, path or host reaches the
+    client (the worker's log has the details)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type in _OWN_ERROR_TYPES:
+        return RunErrorEvent(message=str(cause.message), code=str(cause.type))
+    if isinstance(cause, ApplicationError) and cause.type == "ReconcileVerifyFailed":
+        return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
+    return RunErrorEvent(
+        message="the turn failed; the thread takes the next run (see the worker's log)",
+        code="TurnFailed",
+    )
+
+
+def _shown(client_id: str) -> str:
+    """A client-chosen id as an error message quotes it: at most 80 characters."""
+    return repr(client_id if len(client_id) <= 80 else client_id[:77] + "...")
 
 
 def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:

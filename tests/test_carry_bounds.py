@@ -1,0 +1,191 @@
+"""What a thread carries into its next workflow run fits Temporal's payload limit, whatever
+the client sent: every field of ``ThreadCarry`` is filled to the bound that limits it, and
+the continue-as-new input still serializes well under 2 MB.
+
+The bounds are those the API and the turn enforce before anything reaches the thread (ids,
+tools, answers per result and per batch, open calls per batch, kept entries); if one of them
+grows, this test says whether the carry still fits.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from activities.agui_events import MAX_ARGS_PER_BATCH
+from durable_agui.contract import (
+    MAX_CALLS_PER_TURN,
+    MAX_NATIVE_ID,
+    MAX_OPEN_CALLS,
+    RECENT_RUNS,
+    ApprovedCall,
+    ClosedReason,
+    FrontendTool,
+    NativeToolResult,
+    OpenInterrupt,
+    PendingToolCall,
+    ResumeAnswer,
+    ThreadCarry,
+    ThreadInput,
+    ToolResult,
+    digest,
+)
+from durable_agui.settings import Settings
+from workflows.thread import (
+    KEEP_CALL_IDS,
+    KEEP_CLOSED,
+    KEEP_MESSAGE_IDS,
+    KEEP_RUN_EVENTS,
+    MAX_BATCH_ANSWER_BYTES,
+    NO_ANSWER,
+)
+
+TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024
+"""Temporal refuses a payload over 2 MB (``limit.blobSize.error``)."""
+
+LIMITS = Settings.model_fields
+
+
+def _upper_bound(setting: str) -> int:
+    """The largest value settings accept for ``setting`` (its ``le`` constraint)."""
+    bound: int = next(m.le for m in LIMITS[setting].metadata if hasattr(m, "le"))
+    return bound
+
+
+def longest(prefix: str, length: int) -> str:
+    return (prefix + "x" * length)[:length]
+
+
+def worst_case_carry(batch_open: bool) -> ThreadCarry:
+    """A carry with every field at its bound, the longest ids everywhere.
+
+    A batch's answers are held either in the open batch (``batch_open``) or, once it has
+    closed, in the tail and the approved calls until the next turn writes them: a new batch
+    opens only after that, so the two never hold answers at once.
+    """
+    now = datetime.now(UTC)
+    run_id = longest("r", 128)
+    wire = [f"call_{n:024d}" for n in range(KEEP_CALL_IDS)]
+    native = [longest(f"n{n}-", MAX_NATIVE_ID) for n in range(KEEP_CALL_IDS)]
+    args_each = MAX_ARGS_PER_BATCH // MAX_OPEN_CALLS - 20
+    answer_each = MAX_BATCH_ANSWER_BYTES // MAX_OPEN_CALLS - 20
+    half = MAX_OPEN_CALLS // 2  # frontend calls and approvals share the batch's bound
+    calls = [
+        PendingToolCall(
+            wire_id=wire[n],
+            native_id=native[n],
+            tool_name=longest("t", 64),
+            args={"a": "x" * args_each},
+            run_id=run_id,
+            expires_at=now,
+            result=ToolResult(tool_call_id=wire[n], content="y" * answer_each),
+        )
+        for n in range(half)
+    ]
+    interrupts = [
+        OpenInterrupt(
+            interrupt_id=f"approve-{wire[n]}",
+            wire_id=wire[n],
+            native_id=native[n],
+            tool_name=longest("t", 64),
+            args={"a": "x" * args_each},
+            message="Allow it?",
+            run_id=run_id,
+            expires_at=now,
+            resolution=ResumeAnswer(
+                interrupt_id=f"approve-{wire[n]}", status="resolved", payload="p" * answer_each
+            ),
+        )
+        for n in range(half, MAX_OPEN_CALLS)
+    ]
+    tail = [
+        NativeToolResult(
+            native_id=native[n],
+            tool_name=longest("t", 64),
+            content="y" * answer_each,
+            error=max(NO_ANSWER.values(), key=len),
+        )
+        for n in range(half)
+    ]
+    approved = [
+        ApprovedCall(
+            wire_id=wire[n],
+            native_id=native[n],
+            tool_name=longest("t", 64),
+            args={"a": "x" * args_each},
+            payload="p" * answer_each,
+        )
+        for n in range(half, MAX_OPEN_CALLS)
+    ]
+    tools_bytes = _upper_bound("max_tools_bytes")
+    tool_count = 128
+    tools = [
+        FrontendTool(name=longest(f"f{n}", 64), description="d" * (tools_bytes // tool_count - 120))
+        for n in range(tool_count)
+    ]
+    return ThreadCarry(
+        calls=calls if batch_open else [],
+        interrupts=interrupts if batch_open else [],
+        batch_order=native[:MAX_OPEN_CALLS],
+        closed_call_digests={
+            f"call_{n:024d}x": (digest(str(n)), ClosedReason.ABANDONED) for n in range(KEEP_CLOSED)
+        },
+        closed_interrupt_digests={
+            f"approve-call_{n:024d}": (digest(str(n)), ClosedReason.EXPIRED)
+            for n in range(KEEP_CLOSED)
+        },
+        tail=[] if batch_open else tail,
+        approved=[] if batch_open else approved,
+        tail_anchor=native[0],
+        tool_call_ids=dict(zip(wire, native, strict=True)),
+        approval_wire_ids=wire,
+        taken_message_digests={
+            digest(str(n)): digest(f"c{n}")[:16] for n in range(KEEP_MESSAGE_IDS)
+        },
+        frontend_tools=tools,
+        finished_run_ids=[longest(f"r{n}-", 128) for n in range(RECENT_RUNS)],
+        turns=10**9,
+        message_count=10**9,
+        workflow_runs=10**6,
+        run_start_offsets={longest(f"r{n}-", 128): 10**12 for n in range(KEEP_RUN_EVENTS)},
+        run_digests={longest(f"r{n}-", 128): digest(str(n))[:16] for n in range(RECENT_RUNS)},
+    )
+
+
+@pytest.mark.parametrize("batch_open", [True, False], ids=["batch-open", "batch-closed"])
+def test_the_worst_case_carry_fits_the_payload_limit_with_room_to_spare(batch_open: bool) -> None:
+    start = ThreadInput(
+        thread_id=longest("t", 128),
+        session_id=longest("t", 128) + "." + "d" * 16,
+        agent=longest("a", 64),
+        owner=longest("o", 256),
+        carry=worst_case_carry(batch_open),
+    )
+    size = len(start.model_dump_json().encode())
+    assert size < TEMPORAL_PAYLOAD_LIMIT * 0.75, size
+
+
+def test_a_turn_reports_a_bounded_number_of_calls() -> None:
+    """What a turn returns to its thread (one activity result) stays bounded too."""
+    from durable_agui.contract import ToolCallRecord, TurnOutput
+
+    output = TurnOutput(
+        tool_calls=[
+            ToolCallRecord(
+                wire_id=f"call_{n:024d}",
+                native_id=longest(f"n{n}-", MAX_NATIVE_ID),
+                tool_name=longest("t", 64),
+            )
+            for n in range(MAX_CALLS_PER_TURN)
+        ],
+        stop_reason="tool_use",
+        message_count=10**9,
+    )
+    assert len(output.model_dump_json().encode()) < TEMPORAL_PAYLOAD_LIMIT / 4
+
+
+def test_the_limits_a_deployment_may_set_are_those_the_proof_assumes() -> None:
+    assert _upper_bound("max_tools_bytes") <= 262_144
+    assert _upper_bound("max_tool_result_bytes") <= MAX_BATCH_ANSWER_BYTES
+    assert _upper_bound("max_request_bytes") <= TEMPORAL_PAYLOAD_LIMIT * 0.75
