@@ -23,13 +23,25 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from temporalio.exceptions import ApplicationError
 
 from agents.definition import ApprovalRule
-from durable_agui.contract import ToolCallRecord, ToolKind
+from durable_agui.contract import (
+    MAX_CALLS_PER_TURN,
+    MAX_NATIVE_ID,
+    MAX_OPEN_CALLS,
+    ErrorType,
+    ToolCallRecord,
+    ToolKind,
+)
 from sessions import render_tool_result
 
 MAX_ARGS_IN_STATE = 16_384
-"""Arguments larger than this (JSON characters) stay out of workflow state and history."""
+"""Arguments of one open call larger than this (JSON characters) stay out of workflow state
+and history (``argsOmitted``); the session and the stream have them."""
+MAX_ARGS_PER_BATCH = 65_536
+"""Arguments of a batch's open calls kept in workflow state, all together (JSON characters);
+calls past it are kept with ``argsOmitted`` too."""
 
 
 def mint_wire_id() -> str:
@@ -40,8 +52,10 @@ def mint_wire_id() -> str:
 class TurnTranslator:
     """Stateful translator for one turn of one run.
 
-    After the turn, ``tool_calls`` lists every call the model made (wire and native id),
-    in call order, each with its kind (``frontend`` and ``approval`` calls stay open).
+    After the turn, ``tool_calls`` lists the calls the model made (wire and native id), in
+    call order, each with its kind (``frontend`` and ``approval`` calls stay open), at most
+    ``MAX_CALLS_PER_TURN``; ``not_offered`` lists the open calls past ``MAX_OPEN_CALLS`` in
+    one message, which the turn answers itself.
     """
 
     def __init__(
@@ -58,6 +72,7 @@ class TurnTranslator:
         self._text_message_id: str | None = None
         self._messages = 0
         self.tool_calls: list[ToolCallRecord] = []
+        self.not_offered: list[ToolCallRecord] = []
         self._wire_ids: dict[str, str] = {}
 
     def _kind(self, tool_name: str) -> ToolKind:
@@ -114,26 +129,47 @@ class TurnTranslator:
     def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
         parent_id = self._text_message_id
         events = self._close_text()
+        open_calls = 0
+        args_kept = 0
         for block in message.get("content", []):
             tool_use = block.get("toolUse")
             if tool_use is None:
                 continue
+            if len(tool_use["toolUseId"]) > MAX_NATIVE_ID:
+                raise ApplicationError(
+                    f"the model produced a tool call id of {len(tool_use['toolUseId'])} "
+                    f"characters; this server tracks ids of at most {MAX_NATIVE_ID}",
+                    type=ErrorType.INVALID_TOOL_CALL,
+                    non_retryable=True,
+                )
             parent_id = parent_id or self._next_message_id()
             rule = self._approvals.get(tool_use["name"])
+            kind = self._kind(tool_use["name"])
             args = tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {}
             args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+            # Workflow state keeps the small arguments of open calls only; the session and
+            # the stream hold them all.
+            keep_args = kind != "backend" and (
+                len(args_json) <= MAX_ARGS_IN_STATE
+                and args_kept + len(args_json) <= MAX_ARGS_PER_BATCH
+            )
             record = ToolCallRecord(
                 wire_id=mint_wire_id(),
                 native_id=tool_use["toolUseId"],
                 tool_name=tool_use["name"],
-                # Workflow state keeps small arguments only; the session holds them all.
-                args=args if len(args_json) <= MAX_ARGS_IN_STATE else {},
-                args_omitted=len(args_json) > MAX_ARGS_IN_STATE,
-                kind=self._kind(tool_use["name"]),
+                args=args if keep_args else {},
+                args_omitted=kind != "backend" and not keep_args,
+                kind=kind,
                 approval_message=rule.message if rule else None,
                 response_schema=rule.response_schema if rule else None,
             )
-            self.tool_calls.append(record)
+            if kind != "backend":
+                open_calls += 1
+                args_kept += len(args_json) if keep_args else 0
+            if kind != "backend" and open_calls > MAX_OPEN_CALLS:
+                self.not_offered.append(record.model_copy(update={"kind": "backend"}))
+            elif len(self.tool_calls) < MAX_CALLS_PER_TURN:
+                self.tool_calls.append(record)
             self._wire_ids[record.native_id] = record.wire_id
             events += [
                 ToolCallStartEvent(
@@ -148,6 +184,7 @@ class TurnTranslator:
 
     def _on_tool_results(self, message: dict[str, Any]) -> list[BaseEvent]:
         open_native = {call.native_id for call in self.tool_calls if call.kind != "backend"}
+        open_native |= {call.native_id for call in self.not_offered}  # answered by the turn
         events: list[BaseEvent] = []
         for block in message.get("content", []):
             result = block.get("toolResult")

@@ -13,8 +13,8 @@ from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndE
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from durable_agui.contract import WORKFLOW_ID_PREFIX, event_to_wire, run_topic
-from durable_agui.event_log import read_run_events
+from durable_agui.contract import event_to_wire, run_topic
+from durable_agui.event_log import read_run_events, read_thread
 
 MAX_SIGNAL_BYTES = 256_000
 """Most event bytes one publish signal carries (Temporal refuses payloads over ~2 MB)."""
@@ -62,9 +62,15 @@ class RunEventPublisher:
         """
         open_messages: dict[str, None] = {}
         open_calls: dict[str, None] = {}
-        info = activity.info()
-        thread_id = (info.workflow_id or "").removeprefix(WORKFLOW_ID_PREFIX)
-        logged, _ = await read_run_events(activity.client(), thread_id, self._run_id)
+        client = activity.client()
+        handle = client.get_workflow_handle(activity.info().workflow_id or "")
+        try:
+            state = await read_thread(handle, None)
+            start = state.run_start_offsets.get(self._run_id, 0)
+            logged = await read_run_events(client, handle, state, self._run_id, start)
+        except Exception as err:  # a busy thread: the retry marker still tells the client
+            activity.logger.warning("could not read the earlier attempt's events: %s", err)
+            logged = []
         for event in (item.data for item in logged):
             kind = event["type"]
             message_id, call_id = str(event.get("messageId")), str(event.get("toolCallId"))

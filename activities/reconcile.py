@@ -10,7 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.store_errors import store_unavailable_as_application_error
+from activities.store_errors import store_errors_as_application_errors
 from durable_agui.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
 from durable_agui.settings import Settings
 from sessions import session_store, tool_result_block, user_content_blocks
@@ -37,14 +37,22 @@ class ReconcileActivities:
         self._settings = settings
 
     def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
-        session = session_store(self._settings).open(request.thread_id)
+        store = session_store(self._settings)
+        thread = request.session_id or request.thread_id
+        if request.expected_count is not None:
+            held = store.verified_count(thread, request.expected_count)
+            if held > request.expected_count:
+                # A failed turn's messages: cut as the next turn would, so that the answers
+                # and the user input go where the thread recorded its history ends.
+                store.truncate_messages(thread, request.expected_count)
+        session = store.open(thread)
         wanted = {
             r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
         }
         rewritten: list[str] = []
         unchanged: list[str] = []
         appended = False
-        messages = session.session_repository.list_messages(request.thread_id, AGENT_ID)
+        messages = session.session_repository.list_messages(thread, AGENT_ID)
         for position, message in enumerate(messages):
             patched, same = patch_tool_results(message, wanted)
             unchanged += same
@@ -58,7 +66,7 @@ class ReconcileActivities:
                 appended = True
             if changed:
                 try:
-                    write_back(session.session_repository, request.thread_id, message)
+                    write_back(session.session_repository, thread, message)
                 except SessionPatchError as err:
                     raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
             rewritten += patched
@@ -72,10 +80,16 @@ class ReconcileActivities:
         )
 
     @activity.defn(name="count_session_messages")
-    async def count_session_messages(self, thread_id: str) -> int:
-        """How many messages the thread's session holds (read-only; safe to retry)."""
-        with store_unavailable_as_application_error():
-            return await asyncio.to_thread(session_store(self._settings).count_messages, thread_id)
+    async def count_session_messages(self, session_id: str) -> int:
+        """How many messages the thread's session holds (read-only; safe to retry).
+
+        Raises:
+            ApplicationError: ``SessionStoreInconsistent`` for a history with a gap or a
+                message that does not parse.
+        """
+        store = session_store(self._settings)
+        with store_errors_as_application_errors():
+            return await asyncio.to_thread(store.verified_count, session_id, None)
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
@@ -93,9 +107,14 @@ class ReconcileActivities:
         A native id with no persisted ``toolResult`` (the session was changed elsewhere) is
         reported in ``missing`` and skipped, so a damaged session cannot wedge the thread.
 
+        When the thread recorded its message count (``expected_count``), the store is
+        checked first: fewer messages, or a gap, is ``SessionStoreInconsistent`` (nothing is
+        written); more are a failed turn's and are cut.
+
         Raises:
-            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried).
+            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried);
+                ``SessionStoreInconsistent`` (not retried).
         """
-        with store_unavailable_as_application_error():
+        with store_errors_as_application_errors():
             async with heartbeating():
                 return await asyncio.to_thread(self._reconcile, request)

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from strands import Agent
+from strands.hooks import AfterToolsEvent
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
@@ -19,11 +20,12 @@ from temporalio.exceptions import ApplicationError
 from activities.agui_events import TurnTranslator
 from activities.heartbeat import heartbeating
 from activities.publisher import RunEventPublisher
-from activities.store_errors import store_unavailable_as_application_error
+from activities.store_errors import store_errors_as_application_errors
 from agents import AgentDefinition, get_agent
 from agents.models import build_model
 from durable_agui.contract import (
     AGENT_ID,
+    TOO_MANY_CALLS,
     ApprovedCall,
     ErrorType,
     FrontendTool,
@@ -31,13 +33,16 @@ from durable_agui.contract import (
     TurnOutput,
     UserInput,
 )
+from durable_agui.event_log import read_thread
 from durable_agui.settings import Settings
-from sessions import PLACEHOLDER_TEXT, session_store, user_content_blocks
+from sessions import PLACEHOLDER_TEXT, session_store, tool_result_block, user_content_blocks
 from sessions.patch import patch_tool_results, write_back
 
 logger = logging.getLogger(__name__)
 
 CANCEL_GRACE = timedelta(seconds=10)
+CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
+"""The assistant message a turn cancelled at a safe point ends with (not streamed)."""
 """How long a cancelled turn may take to reach Strands' next safe stopping point."""
 
 
@@ -102,7 +107,7 @@ class TurnActivities:
         tools = _real_tools(definition)
         wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
         messages = await asyncio.to_thread(
-            session.session_repository.list_messages, turn.thread_id, AGENT_ID
+            session.session_repository.list_messages, session.session_id, AGENT_ID
         )
         runner = Agent(model=build_model(self._settings), tools=[], callback_handler=None)
         for message in messages:
@@ -135,7 +140,7 @@ class TurnActivities:
             if results:
                 patch_tool_results(message, results)
                 await asyncio.to_thread(
-                    write_back, session.session_repository, turn.thread_id, message
+                    write_back, session.session_repository, session.session_id, message
                 )
 
     async def _stream_turn(
@@ -159,6 +164,7 @@ class TurnActivities:
             name=definition.name,
             callback_handler=None,
         )
+        agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
         async def stream() -> str:
             reason = "unknown"
@@ -186,22 +192,72 @@ class TurnActivities:
             # tool returns, however long that takes (the heartbeat keeps going).
             return await streaming
 
+    async def _stop_if_cancelled(self, event: AfterToolsEvent) -> None:
+        """A safe point (a tool batch has finished, the model is next): stop here if the
+        person cancelled the run.
+
+        Asks the thread itself rather than relying on the cancellation a heartbeat delivers:
+        heartbeats are throttled, so a cancel that came while a tool ran could otherwise
+        arrive after the model was called again.
+        """
+        handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
+        try:
+            cancelled = (await read_thread(handle, None)).cancel_requested
+        except Exception as err:  # a busy thread: the heartbeat still delivers a cancel
+            logger.warning("could not ask the thread whether it was cancelled: %s", err)
+            return
+        if cancelled:
+            # The message ends the turn as an assistant message, so that roles still
+            # alternate when the thread's next run adds a user message.
+            event.agent.cancel(message=CANCELLED_AFTER_TOOLS, after_current_tools=True)
+
+    async def _answer_not_offered(
+        self,
+        session: RepositorySessionManager,
+        start: int,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> None:
+        """Answer the open calls past ``MAX_OPEN_CALLS`` with an explicit error result: the
+        thread offers only that many to the client at once (bounded workflow state)."""
+        if not translator.not_offered:
+            return
+        wanted: dict[str, ToolResult] = {
+            call.native_id: tool_result_block(call.native_id, "", TOO_MANY_CALLS)
+            for call in translator.not_offered
+        }
+        store = session_store(self._settings)
+        messages = await asyncio.to_thread(store.read_messages, session.session_id, start)
+        for message in messages:
+            patched, _ = patch_tool_results(message, wanted)
+            if patched:
+                await asyncio.to_thread(
+                    write_back, session.session_repository, session.session_id, message
+                )
+        for call in translator.not_offered:
+            events.publish(translator.tool_result(call.wire_id, [{"text": TOO_MANY_CALLS}]))
+
     async def _starting_point(self, turn: TurnInput) -> int:
         """The turn's starting point in the session, after cutting away a partial turn.
 
-        A partial turn on disk (an earlier attempt, or a failed turn) is cut away first, so
-        the session holds this turn once, whatever number of attempts it takes.
+        The store is checked against the count the thread recorded (``turn.start_index``):
+        fewer messages, or a gap, stops the turn (``SessionStoreInconsistent``) before
+        anything is cut. A partial turn beyond it (an earlier attempt, or a failed turn) is
+        cut away, so the session holds this turn once, whatever number of attempts it takes.
         """
         store = session_store(self._settings)
+        session_id = turn.session_id or turn.thread_id
         start = turn.start_index
         if start is None:
             details = activity.info().heartbeat_details
             if details:
                 start = int(details[0])
             else:
-                start = await asyncio.to_thread(store.count_messages, turn.thread_id)
+                start = await asyncio.to_thread(store.verified_count, session_id, None)
                 activity.heartbeat(start)
-        await asyncio.to_thread(store.truncate_messages, turn.thread_id, start)
+        held = await asyncio.to_thread(store.verified_count, session_id, start)
+        if held > start:
+            await asyncio.to_thread(store.truncate_messages, session_id, start)
         return start
 
     @activity.defn(name="run_turn")
@@ -252,14 +308,14 @@ class TurnActivities:
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
-        with store_unavailable_as_application_error():
+        with store_errors_as_application_errors():
             async with RunEventPublisher(turn.run_id, interval) as events:
                 # First, before anything can fail: an earlier attempt's open messages are
                 # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
                 start = await self._starting_point(turn)
-                session = await asyncio.to_thread(store.open, turn.thread_id)
+                session = await asyncio.to_thread(store.open, turn.session_id or turn.thread_id)
                 async with heartbeating(start):
                     try:
                         stop_reason = await self._stream_turn(
@@ -271,7 +327,10 @@ class TurnActivities:
                         raise
                     for event in translator.finish():
                         events.publish(event)
-            message_count = await asyncio.to_thread(store.count_messages, turn.thread_id)
+                    await self._answer_not_offered(session, start, events, translator)
+            message_count = await asyncio.to_thread(
+                store.verified_count, turn.session_id or turn.thread_id, start
+            )
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,

@@ -7,12 +7,19 @@ from sessions.content import (
     tool_result_block,
     user_content_blocks,
 )
-from sessions.store import PLACEHOLDER_TEXT, STORE_ERRORS, SessionStore, session_store
+from sessions.store import (
+    PLACEHOLDER_TEXT,
+    STORE_ERRORS,
+    SessionStore,
+    SessionStoreInconsistent,
+    session_store,
+)
 
 __all__ = [
     "PLACEHOLDER_TEXT",
     "STORE_ERRORS",
     "SessionStore",
+    "SessionStoreInconsistent",
     "agui_content",
     "client_result_blocks",
     "render_tool_result",

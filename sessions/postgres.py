@@ -51,7 +51,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
-from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
@@ -335,14 +334,14 @@ class PostgresSessionStore(SessionStore):
                 "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
             },
         )
-        self.repository = PostgresSessionRepository(self.engine)
+        self._repository = PostgresSessionRepository(self.engine)
         self._migrate = migrate
 
     def _ready(self) -> PostgresSessionRepository:
         if self._migrate:
             upgrade_schema(self.engine)
             self._migrate = False
-        return self.repository
+        return self._repository
 
     def prepare(self) -> None:
         """Connect, and migrate (``migrate``) or check the schema is current (otherwise).
@@ -354,11 +353,8 @@ class PostgresSessionStore(SessionStore):
         self._ready()
         check_schema(self.engine)
 
-    def open(self, thread_id: str) -> RepositorySessionManager:
-        return RepositorySessionManager(session_id=thread_id, session_repository=self._ready())
-
-    def count_messages(self, thread_id: str) -> int:
-        return self._ready().count_messages(thread_id, AGENT_ID)
+    def repository(self) -> SessionRepository:
+        return self._ready()
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)

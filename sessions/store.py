@@ -17,24 +17,27 @@ truncates a thread's messages, in its own layout.
 
 from __future__ import annotations
 
-import re
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy.exc import SQLAlchemyError
 from strands.session.file_session_manager import FileSessionManager
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.s3_session_manager import S3SessionManager
+from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
-from strands.types.session import SessionMessage
+from strands.types.session import Session, SessionAgent, SessionMessage
 
 from durable_agui.contract import AGENT_ID
 
 if TYPE_CHECKING:
     from durable_agui.settings import Settings
+
+T = TypeVar("T")
 
 PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
 """Result persisted for a frontend call until the client's answer replaces it.
@@ -48,27 +51,158 @@ STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, Cli
 call: the API answers 503 ``SessionStoreUnavailable``, the activities fail (and retry) with
 that type, and neither passes the driver's text (hosts, ports) to clients."""
 
-_MESSAGE_KEY = re.compile(r"message_(\d+)\.json$")
+_UNREADABLE = (ValueError, KeyError, TypeError)
+"""What reading a stored record that does not parse raises (``json.JSONDecodeError`` is a
+``ValueError``; ``SessionMessage.from_dict`` raises ``KeyError``/``TypeError``)."""
+
+
+class SessionStoreInconsistent(Exception):
+    """The session store does not hold what the thread recorded: a message is missing, or a
+    stored record does not parse. The message names the thread and the message index, never
+    a path; nothing may be cut or written until the store is repaired."""
+
+
+class CheckedRepository(SessionRepository):
+    """A ``SessionRepository`` that turns stored records that do not parse into
+    ``SessionStoreInconsistent`` (Strands would raise ``json.JSONDecodeError`` or
+    ``KeyError`` from deep inside an agent's construction). Writes pass through."""
+
+    def __init__(self, inner: SessionRepository) -> None:
+        self.inner = inner
+
+    def _read(self, session_id: str, what: str, read: Callable[[], T]) -> T:
+        try:
+            return read()
+        except _UNREADABLE as err:
+            raise SessionStoreInconsistent(
+                f"the session of thread {session_id!r} holds {what} that does not parse"
+            ) from err
+
+    def create_session(self, session: Session, **kwargs: Any) -> Session:
+        return self.inner.create_session(session, **kwargs)
+
+    def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
+        return self._read(
+            session_id, "a session record", lambda: self.inner.read_session(session_id, **kwargs)
+        )
+
+    def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        self.inner.create_agent(session_id, session_agent, **kwargs)
+
+    def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
+        return self._read(
+            session_id,
+            "an agent record",
+            lambda: self.inner.read_agent(session_id, agent_id, **kwargs),
+        )
+
+    def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        self.inner.update_agent(session_id, session_agent, **kwargs)
+
+    def create_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        self.inner.create_message(session_id, agent_id, session_message, **kwargs)
+
+    def read_message(
+        self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
+    ) -> SessionMessage | None:
+        return self._read(
+            session_id,
+            f"message {message_id}",
+            lambda: self.inner.read_message(session_id, agent_id, message_id, **kwargs),
+        )
+
+    def update_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        self.inner.update_message(session_id, agent_id, session_message, **kwargs)
+
+    def list_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        limit: int | None = None,
+        offset: int = 0,
+        **kwargs: Any,
+    ) -> list[SessionMessage]:
+        return self._read(
+            session_id,
+            "a message",
+            lambda: self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs),
+        )
 
 
 class SessionStore(ABC):
-    """A thread's Strands session, plus the count and cut that ``SessionRepository`` lacks.
+    """A thread's Strands session, plus the checks and the cut that ``SessionRepository``
+    lacks.
 
-    Message indices of a thread's agent are contiguous from 0 in every store.
+    Message indices of a thread's agent are contiguous from 0 in every store; a store whose
+    indices are not (a message file moved away) is inconsistent, and every method that reads
+    messages says so (``SessionStoreInconsistent``) instead of serving a history with a gap.
     """
 
     @abstractmethod
+    def repository(self) -> SessionRepository:
+        """The store's ``SessionRepository``, unwrapped. Reading through it creates nothing."""
+
     def open(self, thread_id: str) -> RepositorySessionManager:
-        """The Strands session manager of ``thread_id``; it is also its ``SessionRepository``
-        (``.session_repository``). Creates the session record on first use.
+        """The Strands session manager of ``thread_id`` (its repository is checked: a stored
+        record that does not parse raises ``SessionStoreInconsistent``). Creates the session
+        record on first use.
 
         Raises:
             ValueError: for an id the store refuses (path separators in ``file`` and ``s3``).
         """
+        return RepositorySessionManager(
+            session_id=thread_id, session_repository=CheckedRepository(self.repository())
+        )
 
-    @abstractmethod
-    def count_messages(self, thread_id: str) -> int:
-        """How many messages the thread's agent holds (0 for an unknown thread)."""
+    def has_session(self, thread_id: str) -> bool:
+        """Whether the store holds a session for ``thread_id`` (read-only)."""
+        return CheckedRepository(self.repository()).read_session(thread_id) is not None
+
+    def read_messages(self, thread_id: str, offset: int = 0) -> list[SessionMessage]:
+        """The thread's stored messages from index ``offset``, oldest first, read-only (empty
+        for a thread whose session or agent does not exist yet).
+
+        Raises:
+            SessionStoreInconsistent: a message does not parse, or the indices have a gap.
+        """
+        repository = CheckedRepository(self.repository())
+        try:
+            messages = repository.list_messages(thread_id, AGENT_ID, offset=offset)
+        except SessionException:  # no agent record yet: the first turn writes it
+            return []
+        for position, message in enumerate(messages, start=offset):
+            if message.message_id != position:
+                raise SessionStoreInconsistent(
+                    f"the session of thread {thread_id!r} is missing message {position} "
+                    f"(it holds message {message.message_id} in its place)"
+                )
+        return messages
+
+    def verified_count(self, thread_id: str, recorded: int | None) -> int:
+        """How many messages the thread's session holds, checked against ``recorded``, the
+        count the thread recorded after its last turn (``None``: nothing recorded yet, every
+        index is checked).
+
+        More than ``recorded`` is a partial turn (a failed or retried attempt) the caller
+        cuts; fewer, or a gap below, is an inconsistent store.
+
+        Raises:
+            SessionStoreInconsistent: the store holds fewer messages than recorded, a gap,
+                or a message that does not parse.
+        """
+        if not recorded:
+            return len(self.read_messages(thread_id))
+        tail = self.read_messages(thread_id, offset=recorded - 1)
+        if not tail:
+            raise SessionStoreInconsistent(
+                f"the session of thread {thread_id!r} holds fewer than the {recorded} "
+                "messages the thread recorded"
+            )
+        return recorded - 1 + len(tail)
 
     @abstractmethod
     def truncate_messages(self, thread_id: str, keep: int) -> int:
@@ -82,13 +216,13 @@ class SessionStore(ABC):
         """Check the store is reachable (and up to date) before serving; raises the store's
         own error (``OSError``, SQLAlchemy ``OperationalError``, botocore ``ClientError``)."""
 
-    def list_messages(self, thread_id: str) -> list[SessionMessage]:
-        """The thread's stored messages, oldest first (empty before its first turn)."""
-        session = self.open(thread_id)
-        try:
-            return session.session_repository.list_messages(thread_id, AGENT_ID)
-        except SessionException:  # the agent record is written by the first turn
-            return []
+
+class _FileRepository(FileSessionManager):
+    """``FileSessionManager``'s repository methods without a session of its own: reading a
+    thread through it never creates one (``FileSessionManager()`` would)."""
+
+    def __init__(self, storage_dir: str) -> None:
+        self.storage_dir = storage_dir
 
 
 class FileSessionStore(SessionStore):
@@ -96,35 +230,42 @@ class FileSessionStore(SessionStore):
 
     def __init__(self, sessions_dir: Path) -> None:
         self.sessions_dir = sessions_dir
+        self._repository = _FileRepository(str(sessions_dir))
 
     def prepare(self) -> None:
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
 
-    def open(self, thread_id: str) -> FileSessionManager:
-        return FileSessionManager(session_id=thread_id, storage_dir=str(self.sessions_dir))
+    def repository(self) -> SessionRepository:
+        return self._repository
 
     def message_path(self, thread_id: str, index: int) -> Path:
         """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent."""
-        return (
-            self.sessions_dir
-            / f"session_{thread_id}"
-            / "agents"
-            / f"agent_{AGENT_ID}"
-            / "messages"
-            / f"message_{index}.json"
-        )
-
-    def count_messages(self, thread_id: str) -> int:
-        count = 0
-        while self.message_path(thread_id, count).exists():
-            count += 1
-        return count
+        return Path(self._repository._get_message_path(thread_id, AGENT_ID, index))
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
-        total = self.count_messages(thread_id)
-        for index in range(total - 1, keep - 1, -1):  # newest first
+        doomed = sorted(
+            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
+        )
+        for index in doomed:  # newest first
             self.message_path(thread_id, index).unlink()
-        return max(total - keep, 0)
+        return len(doomed)
+
+
+class _S3Repository(S3SessionManager):
+    """``S3SessionManager``'s repository methods without a session of its own (its
+    constructor would create one): the same bucket, prefix and client."""
+
+    def __init__(
+        self, bucket: str, prefix: str, region: str | None, endpoint_url: str | None
+    ) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix
+        self.client = boto3.Session(region_name=region).client(
+            "s3", config=Config(user_agent_extra="strands-agents"), endpoint_url=endpoint_url
+        )
 
 
 class S3SessionStore(SessionStore):
@@ -138,47 +279,22 @@ class S3SessionStore(SessionStore):
         self.prefix = prefix
         self.region = region
         self.endpoint_url = endpoint_url
+        self._repository = _S3Repository(bucket, prefix, region, endpoint_url)
 
     def prepare(self) -> None:
-        import boto3
+        self._repository.client.head_bucket(Bucket=self.bucket)
 
-        boto3.client("s3", region_name=self.region, endpoint_url=self.endpoint_url).head_bucket(
-            Bucket=self.bucket
-        )
-
-    def open(self, thread_id: str) -> S3SessionManager:
-        return S3SessionManager(
-            session_id=thread_id,
-            bucket=self.bucket,
-            prefix=self.prefix,
-            region_name=self.region,
-            endpoint_url=self.endpoint_url,
-        )
-
-    def _message_keys(self, manager: S3SessionManager, thread_id: str) -> dict[int, str]:
-        prefix = f"{manager._get_agent_path(thread_id, AGENT_ID)}messages/"
-        keys: dict[int, str] = {}
-        pages = manager.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=prefix
-        )
-        for page in pages:
-            for item in page.get("Contents", []):
-                match = _MESSAGE_KEY.search(item["Key"])
-                if match:
-                    keys[int(match.group(1))] = item["Key"]
-        return keys
-
-    def count_messages(self, thread_id: str) -> int:
-        return len(self._message_keys(self.open(thread_id), thread_id))
+    def repository(self) -> SessionRepository:
+        return self._repository
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
-        manager = self.open(thread_id)
         doomed = sorted(
-            (i for i in self._message_keys(manager, thread_id) if i >= keep), reverse=True
+            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
         )
         for index in doomed:  # newest first
-            manager.client.delete_object(
-                Bucket=self.bucket, Key=manager._get_message_path(thread_id, AGENT_ID, index)
+            self._repository.client.delete_object(
+                Bucket=self.bucket,
+                Key=self._repository._get_message_path(thread_id, AGENT_ID, index),
             )
         return len(doomed)
 
@@ -198,6 +314,9 @@ def session_store(settings: Settings) -> SessionStore:
         settings.session_store,
         settings.sessions_dir,
         settings.postgres_url,
+        settings.postgres_pool_size,
+        settings.postgres_migrate,
+        settings.postgres_timeout_ms,
         settings.s3_bucket,
         settings.s3_prefix,
         settings.s3_region,

@@ -98,10 +98,12 @@ def text_of(events: list[dict[str, Any]]) -> str:
 def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
     if isinstance(store, FileSessionStore):
-        paths = [store.message_path(thread_id, n) for n in range(store.count_messages(thread_id))]
+        paths = [
+            store.message_path(thread_id, n) for n in range(store.verified_count(thread_id, None))
+        ]
         return [json.loads(p.read_text())["message"] for p in paths]
     if isinstance(store, S3SessionStore):
-        return [m.message for m in store.list_messages(thread_id)]
+        return [m.message for m in store.read_messages(thread_id)]
     assert isinstance(store, PostgresSessionStore)
     with store.engine.connect() as connection:
         rows = connection.scalars(

@@ -52,7 +52,7 @@ async def test_a_retried_reconcile_is_a_no_op(settings: Settings) -> None:
     again = await ActivityEnvironment().run(activity, request)  # as a retry would
     assert again.rewritten == [] and sorted(again.unchanged) == sorted([native_a, native_b])
     assert store_snapshot(session_store(settings)) == on_disk
-    stored = session_store(settings).list_messages("rec")
+    stored = session_store(settings).read_messages("rec")
     assert PLACEHOLDER_TEXT not in str([m.message for m in stored])
     assert stored[-1].message["content"] == [
         {"toolResult": {"toolUseId": native_a, "status": "success", "content": [{"text": "yes"}]}},

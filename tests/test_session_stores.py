@@ -56,7 +56,7 @@ def test_an_agent_persists_and_a_fresh_one_rebuilds_it(store: PostgresSessionSto
     assert [m["content"][0]["text"] for m in rebuilt.messages] == [
         "hello", "echo: hello", "again", "echo: again",
     ]  # fmt: skip
-    assert store.count_messages("pg-agent") == 4
+    assert store.verified_count("pg-agent", None) == 4
 
 
 def test_update_keeps_created_at_and_missing_records_raise(store: PostgresSessionStore) -> None:
@@ -83,7 +83,7 @@ def test_truncate_cuts_the_tail_and_only_that_thread(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     store = store_of(store_env(request, kind), tmp_path)
-    assert store.count_messages("pg-cut") == 0
+    assert store.verified_count("pg-cut", None) == 0
     for thread in ("pg-cut", "pg-other"):
         repository = store.open(thread).session_repository
         repository.create_agent(thread, AGENT_RECORD)
@@ -91,8 +91,8 @@ def test_truncate_cuts_the_tail_and_only_that_thread(
             repository.create_message(thread, "default", message(index, f"m{index}"))
     assert store.truncate_messages("pg-cut", 2) == 3
     assert store.truncate_messages("pg-cut", 2) == 0  # a retried cut is a no-op
-    assert [m.message_id for m in store.list_messages("pg-cut")] == [0, 1]
-    assert store.count_messages("pg-other") == 5
+    assert [m.message_id for m in store.read_messages("pg-cut")] == [0, 1]
+    assert store.verified_count("pg-other", None) == 5
 
 
 def test_text_jsonb_would_refuse_survives(store: PostgresSessionStore) -> None:
@@ -115,7 +115,7 @@ def test_racing_writers_leave_one_row_each(store: PostgresSessionStore) -> None:
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(open_and_write, range(64)))
-    assert store.count_messages("pg-race") == 4
+    assert store.verified_count("pg-race", None) == 4
     with store.engine.connect() as connection:
         sessions = connection.scalar(text("SELECT count(*) FROM strands_session"))
     assert sessions == 1

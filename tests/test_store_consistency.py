@@ -1,0 +1,127 @@
+"""The session store is checked, not trusted: a store that does not hold what the thread
+recorded stops the turn with ``SessionStoreInconsistent``, cuts nothing, and the thread
+recovers once the store is repaired.
+
+Against a real ``durable-agui dev`` with the file store on disk, where an operator (or a
+broken volume) can move a message file away or damage it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sessions.store import FileSessionStore
+from tests.conftest import DevStack
+from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    folder = tmp_path_factory.mktemp("consistency")
+    running = DevStack(folder / "data", folder / "dev.log")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client
+
+
+async def say(http: httpx.AsyncClient, thread: str, run_id: str, text: str) -> list[Any]:
+    message = {"id": f"{run_id}-u", "role": "user", "content": text}
+    status, events = await post_run(http, "demo", run_input(thread, run_id, [message], []))
+    assert status == 200, events
+    return events
+
+
+def message_file(stack: DevStack, thread: str, index: int) -> Path:
+    store = stack.store
+    assert isinstance(store, FileSessionStore)
+    return store.message_path(thread, index)
+
+
+def assert_no_internals(text: str, stack: DevStack) -> None:
+    assert str(stack.data_dir) not in text and "/sessions" not in text
+    for name in ("JSONDecodeError", "Traceback", "KeyError", "FileNotFoundError"):
+        assert name not in text
+
+
+@pytest.mark.parametrize("missing", [0, 1])
+async def test_a_missing_message_stops_the_thread_until_it_is_back(
+    http: httpx.AsyncClient, stack: DevStack, missing: int, tmp_path: Path
+) -> None:
+    thread = f"gap-{missing}"
+    for n, text in enumerate(["one", "two"]):
+        await say(http, thread, f"r{n}", text)
+    kept = persisted_messages(stack.store, thread)
+    assert len(kept) == 4
+    moved = tmp_path / "message.json"
+    shutil.move(message_file(stack, thread, missing), moved)
+    before = store_snapshot(stack.store)
+
+    events = await say(http, thread, "r2", "three")
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "SessionStoreInconsistent"
+    assert_no_internals(events[-1]["message"], stack)
+    listed = await http.get(f"/threads/{thread}/messages")
+    assert listed.status_code == 503
+    assert listed.json()["detail"]["type"] == "SessionStoreInconsistent"
+    assert_no_internals(listed.text, stack)
+    assert store_snapshot(stack.store) == before  # nothing cut, nothing written
+
+    shutil.move(moved, message_file(stack, thread, missing))  # the operator repairs it
+    events = await say(http, thread, "r3", "four")
+    assert text_of(events) == "echo: four"
+    texts = [m["content"][0]["text"] for m in persisted_messages(stack.store, thread)]
+    assert texts == ["one", "echo: one", "two", "echo: two", "four", "echo: four"]
+    listed = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
+    assert len(listed) == 6
+
+
+async def test_a_corrupt_message_is_an_error_not_an_empty_history(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "corrupt"
+    await say(http, thread, "r0", "one")
+    path = message_file(stack, thread, 1)
+    good = path.read_bytes()
+    path.write_text("{not json")
+    listed = await http.get(f"/threads/{thread}/messages")
+    assert listed.status_code == 503
+    assert listed.json()["detail"]["type"] == "SessionStoreInconsistent"
+    assert_no_internals(listed.text, stack)
+    events = await say(http, thread, "r1", "two")
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "SessionStoreInconsistent"
+    assert_no_internals(events[-1]["message"], stack)
+    path.write_bytes(good)
+    events = await say(http, thread, "r2", "three")
+    assert text_of(events) == "echo: three"
+    assert len((await http.get(f"/threads/{thread}/messages")).json()["messages"]) == 4
+
+
+async def test_a_session_removed_under_a_thread_is_not_a_fresh_start(
+    http: httpx.AsyncClient, stack: DevStack, tmp_path: Path
+) -> None:
+    thread = "removed"
+    await say(http, thread, "r0", "one")
+    folder = message_file(stack, thread, 0).parent.parent.parent.parent
+    shutil.move(folder, tmp_path / "session")
+    events = await say(http, thread, "r1", "two")
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "SessionStoreInconsistent"
+    assert (await http.get(f"/threads/{thread}/messages")).status_code == 503
+    assert not folder.exists()  # the failed run made no new, empty session
+    shutil.move(tmp_path / "session", folder)
+    assert text_of(await say(http, thread, "r2", "three")) == "echo: three"
