@@ -14,50 +14,82 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from agents import AGENTS
-from api.auth import check_auth_settings
-from api.limits import BodySizeLimit
+from api.auth import LoopbackHostOnly, check_auth_settings
+from api.errors import api_error
+from api.limits import RequestBodyCheck
 from api.routers import agents, codec, threads
 from durable_agui.contract import THREAD_ID_PATTERN, ErrorType
 from durable_agui.settings import Settings, get_settings
-from durable_agui.worker import connect
-from sessions import STORE_ERRORS
+from durable_agui.worker import API_RETRY, connect
+from sessions import STORE_ERRORS, SessionStoreInconsistent
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 
+_ERROR_TYPE_BY_STATUS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "RequestTooLarge",
+}
+
+
+class CodecCORS:
+    """CORS for ``/codec`` only, with credentials, for the Temporal UI's origin: the rest
+    of the API is not meant to be called from other origins' pages with cookies."""
+
+    def __init__(self, app: ASGIApp, origin: str) -> None:
+        self.app = app
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=[origin],
+            allow_methods=["POST"],
+            allow_headers=["content-type", "x-namespace", "authorization"],
+            allow_credentials=True,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/codec"):
+            await self.cors(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
 
 def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
-    """Build the app; it connects to Temporal on startup unless ``client`` is given."""
+    """Build the app; it connects to Temporal on startup (with ``API_RETRY``) unless
+    ``client`` is given."""
     settings = settings or get_settings()
     check_auth_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.settings = settings
-        app.state.temporal = client or await connect(settings)
+        app.state.temporal = client or await connect(settings, API_RETRY)
         yield
 
-    app = FastAPI(
+    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline.
+    app = FastAPIOffline(
         title="durable-agui",
         summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
         lifespan=lifespan,
     )
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
     app.include_router(agents.router)
     app.include_router(threads.router)
     app.include_router(codec.router)
     # The Temporal UI calls /codec from the browser.
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=[settings.temporal_ui_url.rstrip("/")],
-        allow_methods=["POST"],
-        allow_headers=["content-type", "x-namespace", "authorization"],
-        allow_credentials=True,
-    )
+    app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))
+    if settings.auth == "none":
+        app.add_middleware(LoopbackHostOnly)
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document, plus the threadId rule (checked by ``valid_thread_id`` so
@@ -99,22 +131,52 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
 
     @app.exception_handler(RequestValidationError)
     async def unprocessable(request: Request, err: RequestValidationError) -> Response:
-        """FastAPI's 422, written with ASCII escapes: the echoed input may hold a lone
-        surrogate, which UTF-8 cannot encode (FastAPI's own handler then fails with 500)."""
-        body = json.dumps({"detail": jsonable_encoder(err.errors())}, ensure_ascii=True)
+        """422 in the API's error body, the fields in ``errors`` (FastAPI's list), written
+        with ASCII escapes: the echoed input may hold a lone surrogate, which UTF-8 cannot
+        encode (FastAPI's own handler then fails with 500)."""
+        errors = jsonable_encoder(err.errors())
+        first = errors[0] if errors else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        detail = {
+            "type": "InvalidRequest",
+            "message": f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request",
+            "errors": errors,
+        }
+        body = json.dumps({"detail": detail}, ensure_ascii=True)
         return Response(body, status_code=422, media_type="application/json")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> Response:
+        """Every HTTP error in the API's body: routes' own (already ``{type, message}``)
+        and Starlette's (an unknown path, a method not allowed)."""
+        if isinstance(err.detail, dict) and "type" in err.detail:
+            detail = err.detail
+        else:
+            detail = {
+                "type": _ERROR_TYPE_BY_STATUS.get(err.status_code, "HttpError"),
+                "message": str(err.detail),
+            }
+        return JSONResponse({"detail": detail}, status_code=err.status_code, headers=err.headers)
 
     async def store_unavailable(request: Request, err: Exception) -> JSONResponse:
         """503 when the session store cannot be reached; its details go to the log only."""
         logger.warning("the session store failed: %s", err)
-        detail = {
-            "type": ErrorType.SESSION_STORE_UNAVAILABLE,
-            "message": "the session store is unavailable; try again shortly",
-        }
-        return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
+        error = api_error(
+            503,
+            ErrorType.SESSION_STORE_UNAVAILABLE,
+            "the session store is unavailable; try again shortly",
+        )
+        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
+
+    async def store_inconsistent(request: Request, err: Exception) -> JSONResponse:
+        """503 when the session store does not hold what the thread recorded."""
+        logger.error("the session store is inconsistent: %s", err)
+        error = api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err))
+        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
 
     for error in STORE_ERRORS:
         app.add_exception_handler(error, store_unavailable)
+    app.add_exception_handler(SessionStoreInconsistent, store_inconsistent)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -12,13 +12,13 @@ from typing import Annotated, Any
 
 import jwt
 from fastapi import Depends, HTTPException, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from durable_agui.contract import ANONYMOUS
 from durable_agui.settings import Settings
 
-ANONYMOUS = "anonymous"
-"""The principal of every request when authentication is off."""
-
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+HMAC_ALGORITHMS = {"HS256", "HS384", "HS512"}
 
 
 def unauthorized(message: str) -> HTTPException:
@@ -27,6 +27,16 @@ def unauthorized(message: str) -> HTTPException:
         detail={"type": "Unauthorized", "message": message},
         headers={"WWW-Authenticate": "Bearer"},
     )
+
+
+def jwt_algorithms(settings: Settings) -> list[str]:
+    """The JWT algorithms the configured key can verify: HMAC ones for a shared secret,
+    the others for a PEM public key or a JWKS, so that a token can never choose a key type
+    the key is not (RFC 8725 section 3.1)."""
+    asymmetric = bool(settings.jwt_jwks_url) or (settings.jwt_key or "").lstrip().startswith(
+        "-----BEGIN"
+    )
+    return [a for a in settings.jwt_algorithms if (a in HMAC_ALGORITHMS) != asymmetric]
 
 
 def check_auth_settings(settings: Settings) -> None:
@@ -45,6 +55,11 @@ def check_auth_settings(settings: Settings) -> None:
         raise RuntimeError("DURABLE_AGUI_AUTH=api_key needs DURABLE_AGUI_API_KEYS")
     if settings.auth == "jwt" and not (settings.jwt_key or settings.jwt_jwks_url):
         raise RuntimeError("DURABLE_AGUI_AUTH=jwt needs DURABLE_AGUI_JWT_KEY or _JWT_JWKS_URL")
+    if settings.auth == "jwt" and not jwt_algorithms(settings):
+        raise RuntimeError(
+            f"DURABLE_AGUI_JWT_ALGORITHMS={settings.jwt_algorithms} has no algorithm for the "
+            "configured key (HS* for a shared secret; RS*, ES*, PS* for a PEM key or a JWKS)"
+        )
 
 
 @lru_cache(maxsize=8)
@@ -70,7 +85,7 @@ async def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
     claims: dict[str, Any] = jwt.decode(
         token,
         key,
-        algorithms=settings.jwt_algorithms,
+        algorithms=jwt_algorithms(settings),
         audience=settings.jwt_audience,
         issuer=settings.jwt_issuer,
         options={"require": ["sub", "exp"]},
@@ -93,9 +108,71 @@ async def current_principal(request: Request) -> str:
         return principal
     try:
         claims = await _verify_jwt(token, settings)
+    except jwt.PyJWKClientConnectionError as err:
+        raise HTTPException(
+            status_code=503,
+            detail={"type": "JwksUnavailable", "message": "the signing keys cannot be fetched"},
+            headers={"Retry-After": "5"},
+        ) from err
     except (jwt.PyJWTError, jwt.PyJWKClientError) as err:
         raise unauthorized(f"invalid token: {err}") from err
+    except (ValueError, TypeError, KeyError) as err:
+        # PyJWT's key loaders raise these for a token whose header names another key type.
+        raise unauthorized("invalid token") from err
     return str(claims["sub"])
 
 
 PrincipalDep = Annotated[str, Depends(current_principal)]
+
+
+async def codec_operator(request: Request) -> str:
+    """The caller of ``/codec``, who must be an operator: it decrypts any thread's payloads.
+
+    With authentication off (loopback only) everyone local is; otherwise only principals in
+    ``DURABLE_AGUI_CODEC_PRINCIPALS`` (401 without credentials, 403 for anyone else).
+    """
+    principal = await current_principal(request)
+    settings: Settings = request.app.state.settings
+    if settings.auth != "none" and principal not in settings.codec_principals:
+        raise HTTPException(
+            status_code=403,
+            detail={
+                "type": "Forbidden",
+                "message": "the codec decrypts every thread's payloads: only the principals "
+                "in DURABLE_AGUI_CODEC_PRINCIPALS may use it",
+            },
+        )
+    return principal
+
+
+CodecOperatorDep = Annotated[str, Depends(codec_operator)]
+
+
+class LoopbackHostOnly:
+    """ASGI middleware for unauthenticated mode: only loopback ``Host`` names are served
+    (``127.0.0.1``, ``localhost``, ``[::1]``, any port), so a web page that rebinds its own
+    DNS name to 127.0.0.1 cannot drive a local stack from the browser. 400 otherwise."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _host_name(scope) not in LOOPBACK_HOSTS:
+            body = b'{"detail":{"type":"InvalidHost","message":"only loopback host names are served without authentication"}}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def _host_name(scope: Scope) -> str:
+    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request
+from fastapi import Depends, Path, Request
 from temporalio.client import Client
 
+from api.errors import api_error
 from durable_agui.contract import THREAD_ID_PATTERN
 from durable_agui.settings import Settings
 
@@ -24,13 +25,12 @@ def get_temporal(request: Request) -> Client:
 def valid_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` or raise 422: it names a workflow and a folder on disk."""
     if not THREAD_ID_PATTERN.fullmatch(thread_id):
-        raise HTTPException(
-            status_code=422,
-            detail={
-                "type": "InvalidThreadId",
-                "message": f"threadId {thread_id!r} is not valid: use 1-128 characters from "
-                "A-Z a-z 0-9 _ . : - starting with a letter or digit",
-            },
+        shown = thread_id if len(thread_id) <= 80 else thread_id[:77] + "..."
+        raise api_error(
+            422,
+            "InvalidThreadId",
+            f"threadId {shown!r} is not valid: use 1-128 characters from "
+            "A-Z a-z 0-9 _ . : - starting with a letter or digit",
         )
     return thread_id
 

@@ -30,7 +30,11 @@ class PendingToolCallView(CamelModel):
 
 
 class InterruptView(CamelModel):
-    interrupt_id: str = Field(description="Answer with a resume entry carrying this id.")
+    """An open approval, shaped like the AG-UI 1.0 ``Interrupt`` of the run that asked for it
+    (``id``, ``reason``, ``message``, ``toolCallId``, ``responseSchema``, ``expiresAt``)."""
+
+    id: str = Field(description="Answer with a resume entry whose interruptId is this id.")
+    reason: str = "tool_approval"
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -83,7 +87,11 @@ class ToolResultsIn(CamelModel):
 
 
 class CancelOut(CamelModel):
-    run_id: str = Field(description="The run being cancelled; it ends with outcome cancelled.")
+    run_id: str = Field(description="The run being cancelled.")
+    outcome: Literal["cancelled", "finished", "pending"] = Field(
+        description="cancelled: stopped at a safe point; finished: the cancel came after the "
+        "turn's last model call; pending: a tool is still running, the run stops after it."
+    )
 
 
 class ToolResultsOut(CamelModel):

@@ -1,4 +1,7 @@
-"""``durable-agui threads`` and ``durable-agui thread ID``: threads as Temporal sees them."""
+"""``durable-agui threads`` and ``durable-agui thread ID``: threads as Temporal sees them.
+
+Read-only: nothing here writes to Temporal or to the session store.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +14,22 @@ from temporalio.client import Client
 from api.transcript import to_agui_messages
 from durable_agui.contract import (
     AGENT_NAME,
+    ANONYMOUS,
     PENDING_TOOL_CALLS,
     THREAD_ID_PATTERN,
     THREAD_LAST_ACTIVITY,
     THREAD_STATUS,
     WORKFLOW_ID_PREFIX,
-    ThreadState,
     workflow_id_for,
 )
+from durable_agui.event_log import read_thread
 from durable_agui.settings import Settings
 from durable_agui.worker import connect
 from sessions import session_store
-from workflows import AgentThreadWorkflow
+
+
+class ThreadNotInStore(RuntimeError):
+    """The thread exists in Temporal, but the session store read has no session for it."""
 
 
 def visibility_query(status: str | None, agent: str | None) -> str:
@@ -42,7 +49,8 @@ def visibility_query(status: str | None, agent: str | None) -> str:
 
 
 async def list_threads(client: Client, status: str | None, agent: str | None) -> list[str]:
-    """One line per thread: id, status, agent, pending calls, last activity (UTC)."""
+    """One line per thread: id, status, agent, pending calls, last activity (UTC). Threads
+    of a principal (authentication on) show as ``<threadId>.<principal digest>``."""
     lines = [f"{'THREAD':<32} {'STATUS':<22} {'AGENT':<12} {'PENDING':>7}  LAST ACTIVITY"]
     async for execution in client.list_workflows(visibility_query(status, agent)):
         attributes = execution.typed_search_attributes
@@ -57,12 +65,36 @@ async def list_threads(client: Client, status: str | None, agent: str | None) ->
     return lines
 
 
-async def show_thread(client: Client, settings: Settings, thread_id: str) -> list[str]:
-    """The thread's state and its persisted transcript (AG-UI messages, wire ids)."""
-    state: ThreadState = await client.get_workflow_handle(workflow_id_for(thread_id)).query(
-        AgentThreadWorkflow.state
-    )
-    stored = await asyncio.to_thread(session_store(settings).list_messages, thread_id)
+def store_location(settings: Settings) -> str:
+    """Where the configured session store is, for messages (no password)."""
+    from sqlalchemy.engine import make_url
+
+    if settings.session_store == "postgres":
+        url = make_url(settings.postgres_url or "").render_as_string(hide_password=True)
+        return f"postgres {url}"
+    if settings.session_store == "s3":
+        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
+    return str(settings.sessions_dir)
+
+
+async def show_thread(
+    client: Client, settings: Settings, thread_id: str, principal: str = ANONYMOUS
+) -> list[str]:
+    """The thread's state and its persisted transcript (AG-UI messages, wire ids).
+
+    Raises:
+        ThreadNotInStore: the store read (``settings``) holds no session for the thread.
+        temporalio.service.RPCError: no such thread in Temporal.
+    """
+    workflow_id = workflow_id_for(thread_id, principal)
+    state = await read_thread(client.get_workflow_handle(workflow_id), None)
+    store = session_store(settings)
+    if state.message_count and not await asyncio.to_thread(store.has_session, state.session_id):
+        raise ThreadNotInStore(
+            f"thread {thread_id!r} has no session in the session store at "
+            f"{store_location(settings)}: give the stack's --data-dir (or store settings)"
+        )
+    stored = await asyncio.to_thread(store.read_messages, state.session_id)
     messages = to_agui_messages(
         stored,
         {native: wire for wire, native in state.tool_call_ids.items()},
@@ -74,7 +106,7 @@ async def show_thread(client: Client, settings: Settings, thread_id: str) -> lis
         f"status    {state.status.value}",
         f"turns     {state.turns}",
         f"workflow  {settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
-        f"/workflows/{workflow_id_for(thread_id)}",
+        f"/workflows/{workflow_id}",
     ]
     for call in state.pending_tool_calls:
         answered = "answered" if call.result else "waiting"
@@ -92,13 +124,17 @@ async def show_thread(client: Client, settings: Settings, thread_id: str) -> lis
 
 
 async def run_inspect(
-    settings: Settings, thread_id: str | None, status: str | None, agent: str | None
+    settings: Settings,
+    thread_id: str | None,
+    status: str | None,
+    agent: str | None,
+    principal: str = ANONYMOUS,
 ) -> None:
     if thread_id is not None and not THREAD_ID_PATTERN.fullmatch(thread_id):
         raise ValueError(f"not a thread id: {thread_id!r}")
     client = await connect(settings)
     lines = (
-        await show_thread(client, settings, thread_id)
+        await show_thread(client, settings, thread_id, principal)
         if thread_id
         else await list_threads(client, status, agent)
     )

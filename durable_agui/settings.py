@@ -78,16 +78,22 @@ class Settings(BaseSettings):
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    codec_principals: list[str] = Field(default_factory=list)
+    """Principals allowed to use ``/codec`` (it decrypts every thread's payloads: the
+    Temporal UI's operators), as JSON: ``'["ops"]'``. Unused with ``auth=none``."""
 
-    max_request_bytes: int = 1_000_000
+    max_request_bytes: int = Field(default=1_000_000, ge=10_000, le=1_500_000)
     """Largest request body the API takes (413 above). A run's new input travels through
-    Temporal history, whose payloads must stay under about 2 MB."""
+    Temporal history, whose payloads must stay under about 2 MB (hence at most 1.5 MB)."""
 
     max_messages_per_run: int = 1000
     """Messages one RunAgentInput may carry (its whole transcript); 413 above."""
     max_tools_per_run: int = 128
     """Frontend tools one run may declare; 413 above."""
-    max_tool_result_bytes: int = 262_144
+    max_tools_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
+    """UTF-8 bytes of one run's tool declarations (names, descriptions, schemas); the thread
+    keeps the last ones, so they count toward its bounded state; 413 above."""
+    max_tool_result_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
     """Largest single tool result (UTF-8 bytes of its content and error); 413 above."""
 
     answer_timeout_s: float = 24 * 3600

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from durable_agui.devserver import free_port
 from tests.conftest import BIN, DevStack
@@ -71,11 +72,16 @@ async def test_threads_belong_to_their_creator(key_stack: DevStack) -> None:
                     method, path.replace("owned", "nosuch"), json=payload, headers=bob
                 )
             ).json() | {"detail": {"type": "ThreadNotFound", "message": "no thread 'owned'"}}
-        # Bob cannot start a thread under Alice's id, nor answer her call through a run.
-        bob_run = run_input(
-            "owned", "r2", [{"id": "u9", "role": "user", "content": "mine now"}], []
-        )
-        assert (await http.post("/agents/demo", json=bob_run, headers=bob)).status_code == 404
+        # Each principal has thread ids of its own: Bob's run under Alice's id is his own
+        # thread, exactly as under an id nobody uses, and Alice's thread is untouched.
+        for thread in ("owned", "free-for-bob"):
+            bob_run = run_input(
+                thread, "r2", [{"id": "u9", "role": "user", "content": "mine now"}], []
+            )
+            mine = await http.post("/agents/demo", json=bob_run, headers=bob)
+            assert mine.status_code == 200 and text_of(parse_sse(mine.text)) == "echo: mine now"
+        bob_view = (await http.get("/threads/owned", headers=bob)).json()
+        assert bob_view["status"] == "idle" and bob_view["pendingToolCalls"] == []
         view = (await http.get("/threads/owned", headers=alice)).json()
         assert view["status"] == "awaiting_tool_results"
         assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
@@ -165,3 +171,54 @@ def test_no_auth_refuses_to_listen_beyond_loopback() -> None:
         timeout=60,
     )
     assert done.returncode != 0 and "bind to 127.0.0.1" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def hs_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    folder = tmp_path_factory.mktemp("auth-hs")
+    env = {"DURABLE_AGUI_AUTH": "jwt", "DURABLE_AGUI_JWT_KEY": HS_SECRET}
+    stack = DevStack(folder / "data", folder / "dev.log", env=env)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+HS_SECRET = "a-shared-secret-of-at-least-32-bytes!!"
+
+
+def forged(header: dict[str, Any], payload: dict[str, Any]) -> str:
+    """A token with any header at all, signed with nothing valid."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part(header)}.{part(payload)}.{base64.urlsafe_b64encode(b'sig').decode()}"
+
+
+async def test_every_bad_token_is_a_401_with_an_hmac_key(hs_stack: DevStack) -> None:
+    """A header naming another key type (ES256, RS256 against an HS secret) made PyJWT's
+    key loader raise ValueError: a 500 with a traceback, unauthenticated."""
+    body = run_input("hs-thread", "r1", [{"id": "u1", "role": "user", "content": "hi"}], [])
+    claims = {"sub": "eve", "exp": int(time.time()) + 300}
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    bad_tokens = [
+        forged({"alg": "ES256", "typ": "JWT"}, claims),
+        forged({"alg": "RS256", "typ": "JWT"}, claims),
+        forged({"alg": "none", "typ": "JWT"}, claims),
+        forged({"alg": "HS256", "typ": "JWT"}, claims),
+        jwt.encode(claims, ec_key, algorithm="ES256"),
+        jwt.encode(claims, "another-secret-of-at-least-32-bytes!!", algorithm="HS256"),
+        "not.a.token",
+        "x" * 5000,
+    ]
+    async with httpx.AsyncClient(base_url=hs_stack.url, timeout=60) as http:
+        for bad in bad_tokens:
+            response = await http.post("/agents/demo", json=body, headers=as_user(bad))
+            assert response.status_code == 401, (bad[:40], response.text)
+            assert response.json()["detail"]["type"] == "Unauthorized"
+            assert "Traceback" not in response.text
+        good = jwt.encode(claims, HS_SECRET, algorithm="HS256")
+        created = await http.post("/agents/demo", json=body, headers=as_user(good))
+        assert created.status_code == 200 and text_of(parse_sse(created.text)) == "echo: hi"

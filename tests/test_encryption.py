@@ -13,6 +13,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client
 
 from durable_agui.codec import new_key
+from durable_agui.contract import workflow_id_for
 from tests.conftest import DevStack
 from tests.support import parse_sse, run_input, text_of
 
@@ -81,3 +82,69 @@ async def test_history_on_the_server_is_ciphertext_and_the_ui_path_decodes(stack
         # Everything still works for clients of the API.
         listed = (await http.get("/threads/enc/messages")).json()["messages"]
         assert listed[0]["content"] == SECRET
+
+
+@pytest.fixture(scope="module")
+def keyed_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """Encryption with API keys: alice and bob use the API, ops is the UI's operator."""
+    folder = tmp_path_factory.mktemp("encrypted-keys")
+    env = {
+        "DURABLE_AGUI_PAYLOAD_ENCRYPTION_KEY": new_key(),
+        "DURABLE_AGUI_AUTH": "api_key",
+        "DURABLE_AGUI_API_KEYS": json.dumps({"k-alice": "alice", "k-bob": "bob", "k-ops": "ops"}),
+        "DURABLE_AGUI_CODEC_PRINCIPALS": json.dumps(["ops"]),
+    }
+    running = DevStack(folder / "data", folder / "dev.log", env=env)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def test_only_operators_may_decode_and_bad_payloads_are_400(keyed_stack: DevStack) -> None:
+    async with httpx.AsyncClient(base_url=keyed_stack.url, timeout=60) as http:
+        user = {"id": "u1", "role": "user", "content": SECRET}
+        body = run_input("alice-secret", "r1", [user], [])
+        response = await http.post("/agents/demo", json=body, headers=bearer("k-alice"))
+        assert text_of(parse_sse(response.text)) == f"echo: {SECRET}"
+        raw = await Client.connect(keyed_stack.temporal_address)
+        workflow_id = workflow_id_for("alice-secret", "alice")
+        history = await raw.get_workflow_handle(workflow_id).fetch_history()
+        payloads = [
+            payload
+            for event in history.events
+            if event.HasField("workflow_execution_update_accepted_event_attributes")
+            for payload in event.workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads
+        ]
+        document = json_format.MessageToJson(Payloads(payloads=payloads))
+        json_headers = {"content-type": "application/json"}
+        for who, status in (("k-bob", 403), ("k-alice", 403), (None, 401)):
+            refused = await http.post(
+                "/codec/decode",
+                content=document,
+                headers={**json_headers, **(bearer(who) if who else {})},
+            )
+            assert refused.status_code == status, (who, refused.text)
+            assert SECRET not in refused.text
+        decoded = await http.post(
+            "/codec/decode", content=document, headers={**json_headers, **bearer("k-ops")}
+        )
+        assert decoded.status_code == 200
+        plain = [base64.b64decode(p["data"]) for p in json.loads(decoded.text)["payloads"]]
+        assert any(SECRET.encode() in data for data in plain)
+        for bad in (
+            '{"payloads": [{"data": 5}]}',
+            '{"payloads": [{"metadata": {"encoding": "YmluYXJ5L2VuY3J5cHRlZA=="}, "data": "AAAA"}]}',
+            '{"nothing": true}',
+            "[1, 2]",
+        ):
+            answer = await http.post(
+                "/codec/decode", content=bad, headers={**json_headers, **bearer("k-ops")}
+            )
+            assert answer.status_code == 400, (bad, answer.text)
+            assert answer.json()["detail"]["type"] == "BadPayloads"

@@ -5,17 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from ag_ui.core import RunAgentInput
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from agents import AGENTS, get_agent
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
-from api.limits import check_counts, check_encodable, check_run_input, check_tool_results
+from api.errors import api_error
+from api.limits import check_answers, check_counts, check_ids, check_tools
 from api.run_input import run_request
-from api.streaming import run_event_frames, sse_response
+from api.streaming import RunWindow, run_event_frames, sse_response
 from api.thread_client import submit_run
+from durable_agui.contract import workflow_id_for
 
 router = APIRouter(tags=["agents"])
 
@@ -26,8 +28,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         "thread of another agent); nothing was stored."
     },
     413: {"description": "Request body over the configured limit (default 1 MB)."},
-    422: {"description": "Malformed RunAgentInput, threadId, runId or tool."},
-    429: {"description": "Too many requests in flight for this thread."},
+    422: {"description": "Malformed RunAgentInput, threadId, runId, message id or tool."},
+    429: {"description": "Too many runs queued or requests in flight for this thread."},
 }
 
 
@@ -67,14 +69,17 @@ async def run_agent(
     """
     definition = get_agent(agent)
     if definition is None:
-        raise HTTPException(
-            status_code=404, detail={"type": "UnknownAgent", "message": f"no agent {agent!r}"}
-        )
+        shown = agent if len(agent) <= 80 else agent[:77] + "..."
+        raise api_error(404, "UnknownAgent", f"no agent {shown!r}")
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
-    check_run_input(run_input, definition)
+    check_ids(run_input)
+    check_tools(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
-    check_tool_results(request.tool_results, settings, request.resume)
-    check_encodable(request)
+    check_answers(request.tool_results, request.resume, settings)
     accepted = await submit_run(client, settings, thread_id, request)
-    return sse_response(run_event_frames(client, settings, thread_id, accepted.run_id))
+    window = RunWindow(
+        start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
+    )
+    workflow_id = workflow_id_for(thread_id, principal)
+    return sse_response(run_event_frames(client, settings, workflow_id, accepted.run_id, window))

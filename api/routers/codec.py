@@ -2,17 +2,20 @@
 
 Protocol (Temporal's remote codec server): ``POST /codec/decode`` and ``/codec/encode``
 with ``{"payloads": [...]}`` (Payloads in protobuf JSON), answered in the same shape.
-Serves only when payload encryption is configured; callers authenticate like everyone.
+Serves only when payload encryption is configured, and only to operators
+(``DURABLE_AGUI_CODEC_PRINCIPALS``): decoding reads every thread's messages.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Request, Response
 from google.protobuf import json_format
+from google.protobuf.message import Error as ProtobufError
 from temporalio.api.common.v1 import Payloads
 
-from api.auth import PrincipalDep
+from api.auth import CodecOperatorDep
 from api.deps import SettingsDep
+from api.errors import api_error
 from durable_agui.codec import codec_for
 
 router = APIRouter(prefix="/codec", tags=["codec"])
@@ -21,30 +24,25 @@ router = APIRouter(prefix="/codec", tags=["codec"])
 async def _apply(request: Request, settings: SettingsDep, decode: bool) -> Response:
     codec = codec_for(settings)
     if codec is None:
-        raise HTTPException(
-            status_code=404,
-            detail={"type": "CodecDisabled", "message": "payload encryption is not configured"},
-        )
+        raise api_error(404, "CodecDisabled", "payload encryption is not configured")
     try:
         payloads = json_format.Parse(await request.body(), Payloads())
         done = await (
             codec.decode(payloads.payloads) if decode else codec.encode(payloads.payloads)
         )
-    except (json_format.ParseError, ValueError) as err:
-        raise HTTPException(
-            status_code=400, detail={"type": "BadPayloads", "message": str(err)}
-        ) from err
+    except (json_format.ParseError, ProtobufError, ValueError, TypeError, KeyError) as err:
+        raise api_error(400, "BadPayloads", f"not Temporal Payloads: {str(err)[:200]}") from err
     body = json_format.MessageToJson(Payloads(payloads=done))
     return Response(content=body, media_type="application/json")
 
 
 @router.post("/decode")
-async def decode(request: Request, settings: SettingsDep, principal: PrincipalDep) -> Response:
+async def decode(request: Request, settings: SettingsDep, operator: CodecOperatorDep) -> Response:
     """Decrypt payloads for display (the Temporal UI's "decode" call)."""
     return await _apply(request, settings, decode=True)
 
 
 @router.post("/encode")
-async def encode(request: Request, settings: SettingsDep, principal: PrincipalDep) -> Response:
+async def encode(request: Request, settings: SettingsDep, operator: CodecOperatorDep) -> Response:
     """Encrypt payloads (for operators sending input from the UI)."""
     return await _apply(request, settings, decode=False)

@@ -7,12 +7,13 @@ import re
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Path
+from fastapi import APIRouter, Header, Path
 from fastapi.responses import StreamingResponse
 
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from api.limits import check_encodable, check_tool_results
+from api.errors import api_error
+from api.limits import check_answers
 from api.models import (
     CancelOut,
     InterruptView,
@@ -23,8 +24,8 @@ from api.models import (
     ToolResultsOut,
 )
 from api.run_input import content_json
-from api.streaming import run_event_frames, sse_response
-from api.thread_client import cancel_run, owned_thread_state, submit_tool_results
+from api.streaming import RunWindow, run_event_frames, sse_response
+from api.thread_client import cancel_run, submit_tool_results, thread_state
 from api.transcript import to_agui_messages
 from durable_agui.contract import (
     ResumeAnswer,
@@ -45,8 +46,8 @@ async def get_thread(
 ) -> ThreadView:
     """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
     ``awaiting_approval``), its pending frontend calls and its open approval interrupts."""
-    state = await owned_thread_state(client, thread_id, principal)
-    workflow_id = workflow_id_for(thread_id)
+    state = await thread_state(client, thread_id, principal)
+    workflow_id = workflow_id_for(thread_id, principal)
     return ThreadView(
         thread_id=thread_id,
         agent=state.agent,
@@ -67,7 +68,7 @@ async def get_thread(
         ],
         interrupts=[
             InterruptView(
-                interrupt_id=i.interrupt_id,
+                id=i.interrupt_id,
                 tool_call_id=i.wire_id,
                 tool_name=i.tool_name,
                 args=i.args,
@@ -90,10 +91,15 @@ async def get_thread(
 async def get_messages(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadMessages:
-    """The persisted history as AG-UI messages; tool call ids are wire ids."""
-    state = await owned_thread_state(client, thread_id, principal)
+    """The persisted history as AG-UI messages; tool call ids are wire ids.
 
-    persisted = await asyncio.to_thread(session_store(settings).list_messages, thread_id)
+    503 ``SessionStoreInconsistent`` when the store does not hold what the thread recorded
+    (a message missing or unreadable), rather than a history with a gap.
+    """
+    state = await thread_state(client, thread_id, principal)
+    store = session_store(settings)
+    await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
+    persisted = await asyncio.to_thread(store.read_messages, state.session_id)
     native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
     pending_native = {call.native_id for call in state.pending_tool_calls}
     return ThreadMessages(
@@ -122,7 +128,6 @@ async def post_tool_results(
     When the answers complete the batch, the thread continues in a new run whose events are
     at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
     """
-    await owned_thread_state(client, thread_id, principal)
     request = ToolResultsRequest(
         run_id=f"rest-{uuid.uuid4().hex}",
         principal=principal,
@@ -135,8 +140,7 @@ async def post_tool_results(
             for r in body.resume
         ],
     )
-    check_tool_results(request.results, settings, request.resume)
-    check_encodable(request)
+    check_answers(request.results, request.resume, settings)
     accepted = await submit_tool_results(client, thread_id, request)
     return ToolResultsOut(
         accepted=accepted.accepted,
@@ -167,29 +171,29 @@ async def get_run_events(
     A client that lost its connection resumes here with the ``id`` of the last event it
     got: the rest of the run follows with no gap and no duplicate. For a finished run the
     stream ends after what is retained (at once, if the client already saw the end).
-    404 for a run this thread does not know (or no longer remembers).
+    404 for a run this thread does not know (or no longer remembers); 400 for a
+    ``Last-Event-ID`` that is not an event id of this thread's stream (past its end).
     """
-    state = await owned_thread_state(client, thread_id, principal)
+    state = await thread_state(client, thread_id, principal)
     finished = run_id in state.finished_run_ids
     if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
-        raise HTTPException(
-            status_code=404,
-            detail={"type": "RunNotFound", "message": f"no run {run_id!r} in thread {thread_id!r}"},
-        )
-    start = 0
+        shown = run_id if len(run_id) <= 80 else run_id[:77] + "..."
+        raise api_error(404, "RunNotFound", f"no run {shown!r} in thread {thread_id!r}")
+    resume_from = 0
     if last_event_id:
         if not re.fullmatch(r"[0-9]{1,18}", last_event_id):
-            raise HTTPException(
-                status_code=400,
-                detail={
-                    "type": "InvalidLastEventId",
-                    "message": "Last-Event-ID must be an event id (digits)",
-                },
+            raise api_error(400, "InvalidLastEventId", "Last-Event-ID must be an event id (digits)")
+        resume_from = int(last_event_id) + 1
+        if resume_from > state.stream_end:
+            raise api_error(
+                400,
+                "InvalidLastEventId",
+                f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
+                f"(its last event id is {state.stream_end - 1})",
             )
-        start = int(last_event_id) + 1
-    return sse_response(
-        run_event_frames(client, settings, thread_id, run_id, start, run_finished=finished)
-    )
+    window = RunWindow.of(state, run_id, resume_from)
+    workflow_id = workflow_id_for(thread_id, principal)
+    return sse_response(run_event_frames(client, settings, workflow_id, run_id, window))
 
 
 @router.post(
@@ -200,12 +204,14 @@ async def get_run_events(
 async def post_cancel(
     thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
 ) -> CancelOut:
-    """Stop the thread's run in progress.
+    """Stop the thread's run in progress, and say how it ended.
 
     The turn stops at the agent's next safe point (the history stays valid) and the run's
-    stream ends with ``RUN_FINISHED`` outcome ``cancelled``. Frontend calls or approvals
-    that turn had emitted are closed with an explicit "cancelled" result.
+    stream ends with ``RUN_FINISHED`` outcome ``cancelled``; frontend calls or approvals
+    that turn had emitted are closed with an explicit "cancelled" result. ``outcome``:
+    ``cancelled``; ``finished`` when the cancel came after the turn's last model call (the
+    run completed as it would have); ``pending`` when a tool is still running after
+    10 s (the run stops once it returns; its stream shows the outcome).
     """
-    await owned_thread_state(client, thread_id, principal)
-    accepted = await cancel_run(client, thread_id)
-    return CancelOut(run_id=accepted.run_id)
+    accepted = await cancel_run(client, thread_id, principal)
+    return CancelOut(run_id=accepted.run_id, outcome=accepted.outcome)
