@@ -24,7 +24,7 @@ from api.auth import LoopbackHostOnly, check_auth_settings
 from api.errors import api_error
 from api.limits import RequestBodyCheck
 from api.routers import agents, codec, threads
-from durable_agui.contract import THREAD_ID_PATTERN, ErrorType
+from durable_agui.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
 from durable_agui.settings import Settings, get_settings
 from durable_agui.worker import API_RETRY, connect
 from sessions import STORE_ERRORS, SessionStoreInconsistent
@@ -121,9 +121,14 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
             run = schema["paths"].get("/agents/{agent}", {}).get("post")
             if run is not None:
                 run["responses"]["200"]["links"] = links
-            body = schema["components"]["schemas"].get("RunAgentInput", {})
-            if "threadId" in body.get("properties", {}):
-                body["properties"]["threadId"].update(rule)
+            components = schema["components"]["schemas"]
+            body = components.get("RunAgentInput", {})
+            for field in ("threadId", "runId"):  # runId: RUN_ID_PATTERN, the same rule
+                if field in body.get("properties", {}):
+                    body["properties"][field].update(rule)
+            for name, model in components.items():  # AG-UI messages: MAX_MESSAGE_ID
+                if name.endswith("Message") and "id" in model.get("properties", {}):
+                    model["properties"]["id"].update(minLength=1, maxLength=MAX_MESSAGE_ID)
             app.openapi_schema = schema
         return app.openapi_schema
 
