@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import ctypes
 import os
@@ -12,7 +14,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
 
 from durable_agui.contract import SEARCH_ATTRIBUTES
 
@@ -63,8 +69,34 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+async def frontend_healthy(address: str) -> bool:
+    """Whether the Temporal frontend at ``address`` (``host:port``) is healthy: a client
+    connects (the SDK's connect asks ``get_system_info``) within ``HEALTH_CHECK_S``."""
+    try:
+        # Not asyncio.wait_for: in 3.11 it can swallow a cancellation that comes as it ends.
+        async with asyncio.timeout(HEALTH_CHECK_S):
+            await Client.connect(address)
+    except (RuntimeError, TimeoutError):
+        return False
+    return True
+
+
+def _blocking(coroutine: Coroutine[Any, Any, bool]) -> bool:
+    """Run ``coroutine`` to its end on an event loop of its own, in a thread of its own (the
+    caller may be inside a running loop). The caller interrupted, it runs on unawaited."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(asyncio.run, coroutine).result()
+    finally:
+        pool.shutdown(wait=False)
+
+
 PR_SET_PDEATHSIG = 1
 START_ATTEMPTS = 3
+"""The server also opens internal ports of its own choosing; one taken by another process in
+the meantime makes it exit at once. Such a start is tried again, this many times in all."""
+HEALTH_CHECK_S = 5.0
+"""Bound on one health check (one connect)."""
 
 
 class DevServer:
@@ -122,13 +154,48 @@ class DevServer:
         ]  # fmt: skip
 
     def start(self, timeout_s: float = 60.0) -> None:
-        """Start the server and wait until its frontend port answers.
+        """``start_async``, blocking: for plain code, and for a coroutine that may block (the
+        fault tests restart the server between two awaits). The process is started from the
+        calling thread, whose end would stop it (``_die_with_parent``).
+
+        Raises:
+            RuntimeError, TimeoutError: as ``start_async``.
+        """
+        self._prepare()
+        for _ in range(START_ATTEMPTS):
+            self._launch()
+            try:
+                if _blocking(self._until_healthy(timeout_s)):
+                    return
+            except BaseException:
+                self.stop()
+                raise
+        raise self._exited_at_start()
+
+    async def start_async(self, timeout_s: float = 60.0) -> None:
+        """Start the server and wait until its frontend is healthy: until a Temporal client
+        connects, which asks ``get_system_info``. A port that accepts TCP is not enough: the
+        frontend refuses calls ("Frontend is not healthy yet") for a while after it listens.
+        Cancelled, it stops the server it started.
 
         Raises:
             RuntimeError: when something already listens on the port (for example a dev
-                server left over from a run that was killed): this one would not start.
-            TimeoutError: when the server does not answer within ``timeout_s``.
+                server left over from a run that was killed): this one would not start; or
+                when the server exited at start ``START_ATTEMPTS`` times.
+            TimeoutError: when the frontend is not healthy within ``timeout_s`` (per attempt).
         """
+        self._prepare()
+        for _ in range(START_ATTEMPTS):
+            self._launch()
+            try:
+                if await self._until_healthy(timeout_s):
+                    return
+            except BaseException:
+                self.stop()
+                raise
+        raise self._exited_at_start()
+
+    def _prepare(self) -> None:
         for port in (self.port, self.ui_port):
             if port_in_use(self.host, port):
                 raise RuntimeError(
@@ -137,33 +204,66 @@ class DevServer:
                     "ports with --temporal-port / --ui-port."
                 )
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        # The server also opens internal ports of its own choosing; one taken by another
-        # process in the meantime makes it exit at once. Such a start is tried again.
-        for attempt in range(1, START_ATTEMPTS + 1):
-            log = open(self.data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives with the process
-            self._process = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
-                if port_in_use(self.host, self.port):
-                    return
-                if self._process.poll() is not None:
-                    break
-                time.sleep(0.1)
-            else:
-                self.stop()
+
+    def _exited_at_start(self) -> RuntimeError:
+        return RuntimeError(
+            f"the dev server exited at start {START_ATTEMPTS} times; see {self.log_path}"
+        )
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "temporal.log"
+
+    def _launch(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - lives with the process
+        self._process = subprocess.Popen(
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+    async def _until_healthy(self, timeout_s: float) -> bool:
+        """True once the frontend is healthy; False when the process exited first.
+
+        Raises:
+            TimeoutError: when neither happened within ``timeout_s``.
+        """
+        process = self._process
+        assert process is not None
+        deadline = time.monotonic() + timeout_s
+        while process.poll() is None:
+            if await frontend_healthy(self.address):
+                return True
+            if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"the dev server did not answer on {self.address} in {timeout_s:.0f} s"
+                    f"the dev server was not healthy on {self.address} in {timeout_s:.0f} s"
                 )
-            if attempt == START_ATTEMPTS:
-                raise RuntimeError(
-                    f"the dev server exited at start {attempt} times; see {self.data_dir / 'temporal.log'}"
-                )
+            await asyncio.sleep(0.1)
+        return False
+
+    async def exited(self) -> int:
+        """Wait until the server's process ends (before ``stop``, it should not); its exit
+        status, negative for the signal that killed it. Polls twice a second.
+
+        Raises:
+            RuntimeError: when the server is not running.
+        """
+        process = self._process
+        if process is None:
+            raise RuntimeError("the dev server is not running")
+        while (status := process.poll()) is None:
+            await asyncio.sleep(0.5)
+        return status
+
+    def kill(self) -> None:
+        """SIGKILL the server at once, without waiting: for a process that must exit now.
+        Safe from any thread."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout_s``)."""

@@ -1,0 +1,386 @@
+"""``durable-agui dev``, ``worker`` and ``api`` as a person runs them: the real console script,
+the real Temporal dev server, busy ports, a loaded machine and signals at awkward moments."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from durable_agui.devserver import DevServer, free_port, port_in_use
+from tests.conftest import S3_CREDENTIALS
+
+BIN = Path(sys.executable).parent
+
+START_S = 120.0
+"""Bound on a start-up on a loaded two-core machine (a healthy one takes a few seconds)."""
+EXIT_S = 30.0
+"""Bound on a process ending once it has a reason to (it stops within 15 s or exits anyway)."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Free loopback ports for one ``durable-agui dev``: the API, Temporal's gRPC and its UI."""
+
+    api: int
+    temporal: int
+    ui: int
+
+    @classmethod
+    def free(cls) -> Ports:
+        while True:
+            ports = cls(free_port(), free_port(), free_port())
+            if len({ports.api, ports.temporal, ports.ui}) == 3:
+                return ports
+
+    def all(self) -> list[int]:
+        return [self.api, self.temporal, self.ui]
+
+
+def dev_args(data_dir: Path, ports: Ports) -> list[str]:
+    return [
+        "dev",
+        "--port", str(ports.api),
+        "--data-dir", str(data_dir),
+        "--temporal-port", str(ports.temporal),
+        "--ui-port", str(ports.ui),
+    ]  # fmt: skip
+
+
+def pids_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (a test's own temporary path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command_line = (entry / "cmdline").read_bytes()
+        except OSError:  # it ended meanwhile
+            continue
+        if text.encode() in command_line:
+            found.append(int(entry.name))
+    return found
+
+
+def lines_naming(port: int, output: str) -> list[str]:
+    return [line for line in output.splitlines() if re.search(rf"\b{port}\b", line)]
+
+
+class Launched:
+    """One ``durable-agui`` process in a session of its own, its output (stdout and stderr
+    together) in a file: what it printed is there as soon as the print returned."""
+
+    def __init__(self, process: asyncio.subprocess.Process, log_path: Path) -> None:
+        self.process = process
+        self.log_path = log_path
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    async def line_containing(self, text: str, timeout_s: float = START_S) -> str:
+        """The first output line containing ``text``; fails with the output so far when the
+        process ends without it, or when ``timeout_s`` passes first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    ended = self.process.returncode is not None
+                    for line in self.output.splitlines():
+                        if text in line:
+                            return line
+                    if ended:
+                        raise AssertionError(f"ended without {text!r}:\n{self.output}")
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(f"no {text!r} in {timeout_s:.0f} s:\n{self.output}") from None
+
+    def send(self, sig: signal.Signals) -> None:
+        self.process.send_signal(sig)
+
+    async def exit_code(self, timeout_s: float = EXIT_S) -> int:
+        """The exit status (negative: the signal that killed it); fails when it still runs
+        ``timeout_s`` from now."""
+        try:
+            return await asyncio.wait_for(self.process.wait(), timeout_s)
+        except TimeoutError:
+            raise AssertionError(f"still running after {timeout_s:.0f} s:\n{self.output}") from None
+
+    async def kill(self) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.killpg(self.process.pid, signal.SIGKILL)
+            await self.process.wait()
+
+
+Launch = Callable[..., Awaitable[Launched]]
+
+
+@pytest.fixture
+async def cli(tmp_path: Path) -> AsyncIterator[Launch]:
+    """Starts ``durable-agui <args>``; afterwards, also on failure, kills what still runs of
+    it and of anything whose command line names this test's ``tmp_path`` (its dev server)."""
+    launched: list[Launched] = []
+
+    async def launch(*args: str, env: dict[str, str] | None = None) -> Launched:
+        log_path = tmp_path / f"{args[0]}-{len(launched)}.log"
+        with log_path.open("wb") as log:
+            process = await asyncio.create_subprocess_exec(
+                str(BIN / "durable-agui"),
+                *args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        launched.append(Launched(process, log_path))
+        return launched[-1]
+
+    try:
+        yield launch
+    finally:
+        for each in launched:
+            await each.kill()
+        for pid in pids_mentioning(f"{tmp_path}/"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def cpu_load() -> Iterator[None]:
+    """Two CPU-bound processes for the length of the test: start-up races show under load."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port something else listens on."""
+    with socket.create_server(("127.0.0.1", free_port())) as listener:
+        yield listener.getsockname()[1]
+
+
+class HeldS3:
+    """An S3 endpoint that holds every request until ``release``, then answers each with an
+    empty 200, all that ``head_bucket`` needs: a session store slow to come up."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.asked = asyncio.Event()
+        self._released = asyncio.Event()
+
+    def env(self) -> dict[str, str]:
+        """Settings for a session store on this endpoint."""
+        return {
+            **S3_CREDENTIALS,
+            "DURABLE_AGUI_SESSION_STORE": "s3",
+            "DURABLE_AGUI_S3_BUCKET": "held",
+            "DURABLE_AGUI_S3_ENDPOINT_URL": f"http://127.0.0.1:{self.port}",
+        }
+
+    def release(self) -> None:
+        self._released.set()
+
+    async def answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:  # one connection carries several requests
+                await reader.readuntil(b"\r\n\r\n")
+                self.asked.set()
+                await self._released.wait()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+        writer.close()
+
+
+@pytest.fixture
+async def held_s3() -> AsyncIterator[HeldS3]:
+    held = HeldS3()
+    server = await asyncio.start_server(held.answer, "127.0.0.1", held.port)
+    try:
+        yield held
+    finally:
+        held.release()
+        server.close()
+        await server.wait_closed()
+
+
+def assert_one_clean_line_naming(port: int, output: str) -> None:
+    assert len(lines_naming(port, output)) == 1, output
+    assert "Traceback" not in output and "Task exception" not in output, output
+
+
+def assert_nothing_left(tmp_path: Path, ports: list[int]) -> None:
+    assert pids_mentioning(f"{tmp_path}/") == []
+    assert [port for port in ports if port_in_use("127.0.0.1", port)] == []
+
+
+async def test_dev_on_a_busy_api_port_says_so_in_one_line_and_starts_nothing(
+    cli: Launch, tmp_path: Path, busy_port: int
+) -> None:
+    ports = Ports.free()
+    ports = Ports(busy_port, ports.temporal, ports.ui)
+
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+
+    assert await dev.exit_code() != 0
+    assert_one_clean_line_naming(busy_port, dev.output)
+    assert "is up" not in dev.output
+    assert_nothing_left(tmp_path, [ports.temporal, ports.ui])
+
+
+async def test_api_on_a_busy_port_says_so_in_one_line(
+    cli: Launch, tmp_path: Path, busy_port: int
+) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"  # the port is checked before Temporal is needed
+
+    api = await cli(
+        "api", "--port", str(busy_port), "--data-dir", str(tmp_path / "data"),
+        env={"DURABLE_AGUI_TEMPORAL_ADDRESS": nowhere},
+    )  # fmt: skip
+
+    assert await api.exit_code() != 0
+    assert_one_clean_line_naming(busy_port, api.output)
+
+
+async def test_dev_is_up_only_once_the_api_answers_and_sigterm_stops_it_cleanly(
+    cli: Launch, tmp_path: Path, cpu_load: None
+) -> None:
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+
+    await dev.line_containing("durable-agui dev is up")
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        health = await http.get(f"http://127.0.0.1:{ports.api}/healthz")
+    assert health.status_code == 200, dev.output
+
+    dev.send(signal.SIGTERM)
+    assert await dev.exit_code() == 0, dev.output
+    assert "Traceback" not in dev.output, dev.output
+    assert_nothing_left(tmp_path, ports.all())
+
+
+async def test_dev_is_not_up_while_its_session_store_does_not_answer(
+    cli: Launch, tmp_path: Path, held_s3: HeldS3
+) -> None:
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports), env=held_s3.env())
+
+    async with asyncio.timeout(START_S):
+        await held_s3.asked.wait()
+    assert "is up" not in dev.output  # everything printed before the store was asked is there
+    held_s3.release()
+
+    await dev.line_containing("durable-agui dev is up")
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        health = await http.get(f"http://127.0.0.1:{ports.api}/healthz")
+    assert health.status_code == 200, dev.output
+
+
+@pytest.mark.parametrize(
+    ("moment", "sig"),
+    [
+        # Not SIGINT at launch: CPython itself may swallow it while it starts, before any code
+        # of this project runs ("Failed checking if argv[0] is an import path entry").
+        ("at launch", signal.SIGTERM),
+        ("while Temporal starts", signal.SIGINT),
+        ("while Temporal starts", signal.SIGTERM),
+        ("once Temporal listens", signal.SIGINT),
+        ("once Temporal listens", signal.SIGTERM),
+    ],
+    ids=lambda value: getattr(value, "name", value),
+)
+async def test_a_signal_during_start_up_ends_dev_promptly(
+    cli: Launch, tmp_path: Path, cpu_load: None, moment: str, sig: signal.Signals
+) -> None:
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+    if moment != "at launch":
+        await dev.line_containing("starting the Temporal dev server")
+    if moment == "once Temporal listens":  # then the worker and the API are starting
+        async with asyncio.timeout(START_S):
+            while not port_in_use("127.0.0.1", ports.temporal):
+                await asyncio.sleep(0.05)
+
+    dev.send(sig)
+
+    code = await dev.exit_code()
+    if moment != "at launch":  # past the interpreter's own start: a clean stop
+        assert code == 0, dev.output
+        assert "Traceback" not in dev.output, dev.output
+    assert_nothing_left(tmp_path, ports.all())
+
+
+@pytest.mark.parametrize("command", ["worker", "api"])
+async def test_worker_and_api_alone_wait_for_a_temporal_server_that_is_starting(
+    cli: Launch, tmp_path: Path, cpu_load: None, command: str
+) -> None:
+    temporal = DevServer(tmp_path / "temporal", port=free_port(), ui_port=free_port())
+    api_port = free_port()
+    extra = ["--port", str(api_port)] if command == "api" else []
+    env = {"DURABLE_AGUI_TEMPORAL_ADDRESS": temporal.address, "DURABLE_AGUI_TASK_QUEUE": "cli"}
+    process = await cli(command, "--data-dir", str(tmp_path / "data"), *extra, env=env)
+    try:
+        await process.line_containing("waiting for Temporal")
+        await temporal.start_async()
+
+        await process.line_containing("serving")
+        if command == "api":
+            async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+                health = await http.get(f"http://127.0.0.1:{api_port}/healthz")
+            assert health.status_code == 200, process.output
+
+        process.send(signal.SIGTERM)
+        assert await process.exit_code() == 0, process.output
+    finally:
+        temporal.stop()
+    assert "Traceback" not in process.output, process.output
+
+
+async def test_dev_stops_with_one_line_when_its_temporal_server_dies(
+    cli: Launch, tmp_path: Path
+) -> None:
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+    await dev.line_containing("durable-agui dev is up")
+
+    (temporal,) = pids_mentioning(f"{tmp_path}/data/temporal.sqlite")
+    os.kill(temporal, signal.SIGKILL)
+
+    assert await dev.exit_code() != 0
+    (said,) = [line for line in dev.output.splitlines() if line.startswith("durable-agui dev:")]
+    assert "Temporal dev server" in said and "exited" in said, dev.output
+    assert "Traceback" not in dev.output, dev.output
+    assert_nothing_left(tmp_path, ports.all())
+
+
+async def test_dev_stops_with_one_line_when_the_worker_cannot_start(
+    cli: Launch, tmp_path: Path
+) -> None:
+    ports = Ports.free()
+
+    dev = await cli(
+        *dev_args(tmp_path / "data", ports),
+        env={"DURABLE_AGUI_TEMPORAL_NAMESPACE": "no-such-namespace"},
+    )
+
+    assert await dev.exit_code(START_S) != 0
+    assert "is up" not in dev.output
+    (said,) = [line for line in dev.output.splitlines() if line.startswith("durable-agui dev:")]
+    assert "the worker" in said and "no-such-namespace" in said, dev.output
+    assert "Traceback" not in dev.output, dev.output
+    assert_nothing_left(tmp_path, ports.all())
