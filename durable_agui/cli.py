@@ -21,17 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from sqlalchemy.engine import make_url
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RetryConfig, RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from api.app import create_app
 from api.auth import check_auth_settings
+from durable_agui.contract import ANONYMOUS
 from durable_agui.devserver import DevServer
-from durable_agui.inspect import run_inspect
+from durable_agui.inspect import run_inspect, store_location
 from durable_agui.settings import Settings
-from durable_agui.worker import build_worker, connect
+from durable_agui.worker import API_RETRY, build_worker, connect
 from sessions import session_store
 
 STOP_GRACE_S = 15.0
@@ -181,7 +182,7 @@ async def _dev_server_exits(server: DevServer) -> None:
     )
 
 
-async def _connect(settings: Settings) -> Client:
+async def _connect(settings: Settings, retry_config: RetryConfig | None = None) -> Client:
     """``connect``, retried while Temporal is starting (it refuses connections, then answers
     "Frontend is not healthy yet") for up to ``TEMPORAL_CONNECT_TIMEOUT_S``; says once that
     it waits.
@@ -195,7 +196,7 @@ async def _connect(settings: Settings) -> Client:
     while True:
         try:
             async with asyncio.timeout(10):  # not wait_for: see frontend_healthy
-                return await connect(settings)
+                return await connect(settings, retry_config)
         except (RuntimeError, TimeoutError) as err:
             if loop.time() > deadline:
                 raise _Failure(
@@ -261,6 +262,9 @@ async def _serve(
     except Exception as err:
         raise _Failure(f"the {settings.session_store} session store: {_one_line(err)}") from None
     client = await _connect(settings)
+    # The API's own client gives up sooner (API_RETRY): a busy thread or an absent Temporal
+    # is a 429 or 503 with Retry-After, not a request that hangs.
+    api_client = await _connect(settings, API_RETRY) if api_socket is not None else None
     worker = (
         build_worker(
             client,
@@ -278,7 +282,7 @@ async def _serve(
     api = (
         _EmbeddedServer(
             uvicorn.Config(
-                create_app(settings, client),
+                create_app(settings, api_client),
                 host=settings.api_host,
                 port=settings.api_port,
                 log_level="warning",
@@ -307,7 +311,7 @@ async def _serve(
             serving.append(f"the API on http://{settings.api_host}:{settings.api_port}")
         print(
             f"durable-agui: serving {' and '.join(serving)} (Temporal {settings.temporal_address}, "
-            f"sessions {_store_location(settings)})",
+            f"sessions {store_location(settings)})",
             flush=True,
         )
         on_up()
@@ -371,16 +375,6 @@ def _one_line(err: Exception) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-def _store_location(settings: Settings) -> str:
-    if settings.session_store == "postgres":
-        return (
-            f"postgres {make_url(settings.postgres_url or '').render_as_string(hide_password=True)}"
-        )
-    if settings.session_store == "s3":
-        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
-    return str(settings.sessions_dir)
-
-
 def _migrate(args: argparse.Namespace) -> None:
     """Exit 0 with the schema current; 2 when the store is not ``postgres`` (a deploy job
     that forgot the setting must not pass); 1 with one line when the database refuses."""
@@ -400,7 +394,7 @@ def _migrate(args: argparse.Namespace) -> None:
         upgrade_schema(store.engine)
     except Exception as err:
         raise SystemExit(f"durable-agui migrate: {_one_line(err)}") from None
-    print(f"session store schema is current ({_store_location(settings)})")
+    print(f"session store schema is current ({store_location(settings)})")
 
 
 def _dev(args: argparse.Namespace) -> None:
@@ -465,7 +459,7 @@ def _say_dev_is_up(settings: Settings, server: DevServer) -> None:
         f"  API docs        {api}/docs\n"
         f"  Temporal UI     {server.ui_url}\n"
         f"  Temporal gRPC   {server.address}\n"
-        f"  sessions        {_store_location(settings)}\n"
+        f"  sessions        {store_location(settings)}\n"
         f"Ctrl-C stops everything.",
         flush=True,
     )
@@ -525,11 +519,20 @@ def main(argv: list[str] | None = None) -> None:
         run=lambda a: asyncio.run(run_inspect(_settings(a), None, a.status, a.agent))
     )
 
-    thread = commands.add_parser("thread", help="one thread: its state and its transcript")
+    thread = commands.add_parser(
+        "thread", help="one thread: its state and its transcript (read-only)"
+    )
     thread.add_argument("thread_id")
     thread.add_argument("--data-dir", default=None)
+    thread.add_argument(
+        "--principal",
+        default=ANONYMOUS,
+        help="whose thread (with authentication on, each principal has its own thread ids)",
+    )
     thread.set_defaults(
-        run=lambda a: asyncio.run(run_inspect(_settings(a), a.thread_id, None, None))
+        run=lambda a: asyncio.run(
+            run_inspect(_settings(a), a.thread_id, None, None, principal=a.principal)
+        )
     )
 
     args = parser.parse_args(argv)
@@ -541,6 +544,9 @@ def main(argv: list[str] | None = None) -> None:
         try:
             args.run(args)
         except RPCError as err:
+            print(f"durable-agui {args.command}: {err.message}", file=sys.stderr)
+            code = 1
+        except ApplicationError as err:  # the thread refused the read
             print(f"durable-agui {args.command}: {err.message}", file=sys.stderr)
             code = 1
         except (ValueError, RuntimeError) as err:  # a bad argument, Temporal unreachable

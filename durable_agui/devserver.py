@@ -114,12 +114,17 @@ class DevServer:
         port: int = 7233,
         ui_port: int = 8233,
         codec_endpoint: str | None = None,
+        dynamic_config: dict[str, str] | None = None,
     ) -> None:
         self.codec_endpoint = codec_endpoint
+        self.dynamic_config = dynamic_config or {}
+        """``--dynamic-config-value`` settings of the server (tests and the bench tune it)."""
         self.data_dir = data_dir
         self.host = host
         self.port = port
         self.ui_port = ui_port
+        self.metrics_port = free_port(host)
+        """Where the server's Prometheus metrics are (``/metrics``)."""
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -144,12 +149,14 @@ class DevServer:
             "--port", str(self.port),
             "--ui-port", str(self.ui_port),
             "--http-port", str(free_port(self.host)),
-            "--metrics-port", str(free_port(self.host)),
+            "--metrics-port", str(self.metrics_port),
             "--namespace", "default",
             *(arg for name, kind in SEARCH_ATTRIBUTES.items()
               for arg in ("--search-attribute", f"{name}={kind}")),
             "--ui-disable-news-fetch",
             *(("--ui-codec-endpoint", self.codec_endpoint) if self.codec_endpoint else ()),
+            *(arg for name, value in self.dynamic_config.items()
+              for arg in ("--dynamic-config-value", f"{name}={value}")),
             "--log-level", "error",
         ]  # fmt: skip
 

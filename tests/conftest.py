@@ -244,10 +244,17 @@ class Cluster:
     """A Temporal dev server, workers and API processes, each a real process, sharing one
     data dir (the session store) and one task queue: the shape of a deployment."""
 
-    def __init__(self, folder: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        env: dict[str, str] | None = None,
+        dynamic_config: dict[str, str] | None = None,
+    ) -> None:
         self.folder = folder
         self.data_dir = folder / "data"
-        self.server = DevServer(self.data_dir, port=free_port(), ui_port=free_port())
+        self.server = DevServer(
+            self.data_dir, port=free_port(), ui_port=free_port(), dynamic_config=dynamic_config
+        )
         self.env = {
             **os.environ,
             "DURABLE_AGUI_TEMPORAL_ADDRESS": self.server.address,
@@ -274,8 +281,9 @@ class Cluster:
     def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
         self._spawn(name, ["worker"], env)
 
-    def start_api(self, name: str) -> str:
-        port = free_port()
+    def start_api(self, name: str, port: int | None = None) -> str:
+        """Start an API process (on ``port``, else a free one) and wait until it answers."""
+        port = port or free_port()
         self._spawn(name, ["api", "--port", str(port)], None)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -295,6 +303,11 @@ class Cluster:
         process = self.processes.pop(name)
         process.kill()
         process.wait()
+
+    def kill_server(self) -> None:
+        """SIGKILL the Temporal dev server, as in a crash, and wait until it is gone."""
+        self.server.kill()
+        self.server.stop()
 
     def stop(self, name: str) -> None:
         process = self.processes.pop(name)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 from strands import Agent
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from agents.offline_model import OfflineModel
 from durable_agui.contract import workflow_id_for
@@ -27,6 +32,7 @@ from tests.support import (
     text_of,
     tool_uses,
 )
+from workflows import AgentThreadWorkflow
 
 SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
 OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]
@@ -308,3 +314,131 @@ async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> N
             }
         ],
     }
+
+
+async def test_reads_while_a_dead_workers_task_waits_leave_a_history_that_replays(
+    tmp_path: Path,
+) -> None:
+    """The shape of the reported nondeterminism: worker A holds the thread in its cache
+    from earlier tasks, worker B takes the later ones and dies while the thread's next task
+    waits for it, and clients read the thread in that window. With reads sent as Temporal
+    queries, the same steps driven from a script failed to replay 4 times in 5 (a direct
+    query task reached A: ``tests/histories/upstream``); the test below that counts the
+    server's queries is the one that fails on query reads every time. Here the history
+    must replay."""
+    # Idle long polls end after 5 s (not 70): a paused worker stops taking tasks quickly.
+    cluster = Cluster(tmp_path, dynamic_config={"matching.longPollExpirationInterval": '"5s"'})
+    cluster.server.start()
+    thread = "stale-read"
+    confirm = [CONFIRM_BOOKING]
+    try:
+        cluster.start_worker("a")
+        url = cluster.start_api("api")
+        client = await Client.connect(
+            cluster.server.address, data_converter=pydantic_data_converter
+        )
+        handle = client.get_workflow_handle(workflow_id_for(thread))
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+
+            async def call(run_id: str, n: int) -> str:
+                user = {
+                    "id": f"u{n}",
+                    "role": "user",
+                    "content": f'call confirm_booking {{"n":{n}}}',
+                }
+                status, events = await post_run(
+                    http, "demo", run_input(thread, run_id, [user], confirm)
+                )
+                assert status == 200, events
+                (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+                return str(wire_id)
+
+            def answer(run_id: str, wire_id: str) -> dict[str, Any]:
+                tool = {
+                    "id": f"t-{run_id}",
+                    "role": "tool",
+                    "toolCallId": wire_id,
+                    "content": "yes",
+                }
+                return run_input(thread, run_id, [tool], confirm)
+
+            first = await call("r1", 1)  # A caches the thread
+            cluster.processes["a"].send_signal(signal.SIGSTOP)
+            await asyncio.sleep(7)  # A's polls expire: B takes the next tasks
+            cluster.start_worker("b")
+            await asyncio.sleep(3)
+            await client.workflow_service.reset_sticky_task_queue(
+                ResetStickyTaskQueueRequest(
+                    namespace="default", execution=WorkflowExecution(workflow_id=handle.id)
+                )
+            )
+            status, events = await post_run(http, "demo", answer("r2", first))
+            assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+            second = await call("r3", 3)
+            cluster.processes["a"].send_signal(signal.SIGCONT)  # A: alive, cache stale
+            await asyncio.sleep(2)
+            run = asyncio.create_task(post_run(http, "demo", answer("r4", second)))
+            for _ in range(2000):
+                pending = (await handle.describe()).raw_description.pending_activities
+                if any(a.activity_type.name == "reconcile_session" for a in pending):
+                    cluster.kill("b")  # the thread's next task waits for B
+                    break
+                await asyncio.sleep(0.002)
+            else:
+                raise AssertionError("reconcile_session never ran")
+            await asyncio.sleep(3)
+            while not run.done():  # reads in the window, until the run has ended
+                assert (await http.get(f"/threads/{thread}")).status_code in (200, 429, 503)
+                async with http.stream("GET", f"/threads/{thread}/runs/r4/events") as follower:
+                    async for _chunk in follower.aiter_text():
+                        break
+                await asyncio.sleep(0.2)
+            status, events = await run
+        assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+        history = await handle.fetch_history()
+        replayer = Replayer(workflows=[AgentThreadWorkflow], data_converter=pydantic_data_converter)
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+    finally:
+        if "a" in cluster.processes:
+            cluster.processes["a"].send_signal(signal.SIGCONT)
+        cluster.stop_all()
+
+
+def temporal_queries(cluster: Cluster) -> int:
+    """Queries the Temporal server has been sent since it started (its own metrics)."""
+    metrics = httpx.get(f"http://127.0.0.1:{cluster.server.metrics_port}/metrics").text
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in metrics.splitlines()
+        if line.startswith("client_latency_count{")
+        and 'operation="HistoryClientQueryWorkflow"' in line
+        and 'service_name="frontend"' in line
+    )
+
+
+async def test_the_api_never_queries_a_thread(cluster: Cluster) -> None:
+    """Every read the API makes (thread state, messages, events, a reconnect, the REST
+    trigger, cancel) reaches the thread without a Temporal query: a query is what can
+    reach a worker as a direct query task, the cause of the nondeterminism above."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+    thread = "no-queries"
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"Q1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        assert (await http.get(f"/threads/{thread}")).status_code == 200
+        assert (await http.get(f"/threads/{thread}/messages")).status_code == 200
+        frames = (await http.get(f"/threads/{thread}/runs/r1/events")).text
+        first_id = next(line[4:] for line in frames.splitlines() if line.startswith("id: "))
+        resumed = await http.get(
+            f"/threads/{thread}/runs/r1/events", headers={"Last-Event-ID": first_id}
+        )
+        assert parse_sse(resumed.text) == parse_sse(frames)[1:]
+        answer = {"results": [{"toolCallId": wire_id, "content": "yes"}]}
+        accepted = (await http.post(f"/threads/{thread}/tool-results", json=answer)).json()
+        events = parse_sse((await http.get(accepted["eventsUrl"])).text)
+        assert text_of(events) == "confirm_booking -> success: yes"
+        assert (await http.post(f"/threads/{thread}/cancel")).status_code == 409
+    assert temporal_queries(cluster) == 0

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +25,7 @@ from temporalio.service import RPCError
 
 from durable_agui.contract import workflow_id_for
 from durable_agui.event_log import POLL_UPDATE, read_thread
-from tests.conftest import DevStack
+from tests.conftest import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,
@@ -403,3 +405,29 @@ async def test_the_interrupt_is_spelled_alike_in_the_stream_and_in_the_thread_vi
     for field in ("id", "reason", "message", "toolCallId", "responseSchema", "expiresAt"):
         assert viewed[field] == streamed[field], field
     assert streamed["expiresAt"].endswith("Z")
+
+
+async def test_the_thread_command_reads_only_and_says_when_the_store_lacks_the_thread(
+    http: httpx.AsyncClient, stack: DevStack, tmp_path: Path
+) -> None:
+    """Run outside the data directory, ``durable-agui thread`` printed an empty transcript,
+    exited 0 and wrote ``./data/sessions/session_<id>/session.json``."""
+    await still_answers(http, "cli-read", "r1")
+    env = {**stack.env, "DURABLE_AGUI_TEMPORAL_ADDRESS": stack.temporal_address}
+    command = [str(BIN / "durable-agui"), "thread", "cli-read"]
+    elsewhere = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert elsewhere.returncode == 1, elsewhere.stdout + elsewhere.stderr
+    assert "has no session in the session store at" in elsewhere.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    here = subprocess.run(
+        [*command, "--data-dir", str(stack.data_dir)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert here.returncode == 0, here.stderr
+    assert '"content":"echo: still there?"' in here.stdout
