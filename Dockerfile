@@ -3,11 +3,6 @@ FROM python:3.11.11-slim-bookworm
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
-COPY api ./api
-COPY workflows ./workflows
-COPY activities ./activities
-COPY agents ./agents
-COPY sessions ./sessions
 COPY durable_agui ./durable_agui
 
 # The README's install step, in the same venv layout.

@@ -16,9 +16,9 @@ from ag_ui_strands import StrandsAgent, add_strands_fastapi_endpoint
 from fastapi import FastAPI
 from strands import Agent
 
-from agents.demo import DEMO_AGENT
-from agents.models import build_model
-from durable_agui.settings import Settings
+from durable_agui.agents.demo import DEMO_AGENT
+from durable_agui.agents.models import build_model
+from durable_agui.core.settings import Settings
 
 
 def create_app(settings: Settings) -> FastAPI:

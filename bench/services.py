@@ -1,6 +1,6 @@
 """The processes under test, started on free loopback ports and always stopped.
 
-``OurStack``: the Temporal dev server (``durable_agui.devserver.DevServer``), one
+``OurStack``: the Temporal dev server (``durable_agui.cli.devserver.DevServer``), one
 ``durable-agui worker`` and one ``durable-agui api``, each its own process, so the worker's
 and the API's memory are measured apart. ``Baseline``: ``uvicorn bench.baseline_app:app``.
 Every child gets SIGTERM if the bench dies (``PR_SET_PDEATHSIG``); ``stop()`` sends SIGINT,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from durable_agui.devserver import DevServer, free_port
+from durable_agui.cli.devserver import DevServer, free_port
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,9 +17,9 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agui.devserver import DevServer, free_port
-from durable_agui.settings import Settings
-from sessions import SessionStore, session_store
+from durable_agui.cli.devserver import DevServer, free_port
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import SessionStore, session_store
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
 
 BIN = Path(sys.executable).parent

@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
-from durable_agui.devserver import free_port
+from durable_agui.cli.devserver import free_port
 from tests.prerequisites import require_postgres_binaries
 
 

@@ -15,8 +15,8 @@ from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from agents.offline_model import OfflineModel
-from durable_agui.contract import (
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.core.contract import (
     FrontendTool,
     RunAccepted,
     RunRequest,
@@ -27,11 +27,16 @@ from durable_agui.contract import (
     run_topic,
     workflow_id_for,
 )
-from durable_agui.settings import Settings
-from sessions import SessionStore
-from sessions.postgres import PostgresSessionStore, agent_table, message_table, session_table
-from sessions.store import FileSessionStore, S3SessionStore
-from workflows import AgentThreadWorkflow
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import SessionStore
+from durable_agui.sessions.postgres import (
+    PostgresSessionStore,
+    agent_table,
+    message_table,
+    session_table,
+)
+from durable_agui.sessions.store import FileSessionStore, S3SessionStore
+from durable_agui.workflows import AgentThreadWorkflow
 
 CONFIRM_BOOKING = FrontendTool(
     name="confirm_booking",

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import from_rpc_error
+from durable_agui.api.errors import from_rpc_error
 from tests.conftest import DevStack
 from tests.support import (
     CONFIRM_BOOKING,

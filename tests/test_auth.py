@@ -17,7 +17,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from durable_agui.devserver import free_port
+from durable_agui.cli.devserver import free_port
 from tests.conftest import BIN, DevStack
 from tests.support import CONFIRM_BOOKING, parse_sse, run_input, text_of
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from activities.agui_events import MAX_ARGS_PER_BATCH
-from durable_agui.contract import (
+from durable_agui.activities.agui_events import MAX_ARGS_PER_BATCH
+from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
     MAX_NATIVE_ID,
     MAX_OPEN_CALLS,
@@ -31,8 +31,8 @@ from durable_agui.contract import (
     ToolResult,
     digest,
 )
-from durable_agui.settings import Settings
-from workflows.thread import (
+from durable_agui.core.settings import Settings
+from durable_agui.workflows.thread import (
     KEEP_CALL_IDS,
     KEEP_CLOSED,
     KEEP_MESSAGE_IDS,
@@ -168,7 +168,7 @@ def test_the_worst_case_carry_fits_the_payload_limit_with_room_to_spare(batch_op
 
 def test_a_turn_reports_a_bounded_number_of_calls() -> None:
     """What a turn returns to its thread (one activity result) stays bounded too."""
-    from durable_agui.contract import ToolCallRecord, TurnOutput
+    from durable_agui.core.contract import ToolCallRecord, TurnOutput
 
     output = TurnOutput(
         tool_calls=[

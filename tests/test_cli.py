@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from durable_agui.devserver import DevServer, free_port, port_in_use
+from durable_agui.cli.devserver import DevServer, free_port, port_in_use
 from tests.conftest import S3_CREDENTIALS
 
 BIN = Path(sys.executable).parent

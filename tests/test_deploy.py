@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from durable_agui.contract import SEARCH_ATTRIBUTES
-from durable_agui.settings import Settings
+from durable_agui.core.contract import SEARCH_ATTRIBUTES
+from durable_agui.core.settings import Settings
 
 ROOT = Path(__file__).parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

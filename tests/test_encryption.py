@@ -12,8 +12,8 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client
 
-from durable_agui.codec import new_key
-from durable_agui.contract import workflow_id_for
+from durable_agui.core.codec import new_key
+from durable_agui.core.contract import workflow_id_for
 from tests.conftest import DevStack
 from tests.support import parse_sse, run_input, text_of
 

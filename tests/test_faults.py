@@ -18,8 +18,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agents.offline_model import OfflineModel
-from durable_agui.contract import workflow_id_for
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import Cluster
 from tests.support import (
     CONFIRM_BOOKING,
@@ -32,7 +33,6 @@ from tests.support import (
     text_of,
     tool_uses,
 )
-from workflows import AgentThreadWorkflow
 
 SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
 OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]

@@ -23,8 +23,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.service import RPCError
 
-from durable_agui.contract import workflow_id_for
-from durable_agui.event_log import POLL_UPDATE, read_thread
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.event_log import POLL_UPDATE, read_thread
 from tests.conftest import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from strands import Agent, tool
 
-from agents.offline_model import OfflineModel, plan_reply
+from durable_agui.agents.offline_model import OfflineModel, plan_reply
 
 
 def test_echo_when_no_call_lines() -> None:

@@ -5,17 +5,17 @@ from __future__ import annotations
 from strands import Agent
 from temporalio.testing import ActivityEnvironment
 
-from activities import ReconcileActivities
-from activities.turn import frontend_spec, placeholder_tool
-from agents.offline_model import OfflineModel
-from durable_agui.contract import (
+from durable_agui.activities import ReconcileActivities
+from durable_agui.activities.turn import frontend_spec, placeholder_tool
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.core.contract import (
     FrontendTool,
     NativeToolResult,
     ReconcileInput,
     UserInput,
 )
-from durable_agui.settings import Settings
-from sessions import PLACEHOLDER_TEXT, session_store
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import PLACEHOLDER_TEXT, session_store
 from tests.support import store_snapshot
 
 

@@ -14,10 +14,10 @@ from strands import Agent
 from strands.types.exceptions import SessionException
 from strands.types.session import SessionAgent, SessionMessage
 
-from agents.offline_model import OfflineModel
-from durable_agui.settings import Settings
-from sessions import session_store
-from sessions.postgres import VERSION_TABLE, PostgresSessionStore
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import session_store
+from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
 from tests.conftest import ALL_STORES, BIN, store_env, store_of
 from tests.postgres import ExternalPostgres, PostgresServer
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sessions.store import FileSessionStore
+from durable_agui.sessions.store import FileSessionStore
 from tests.conftest import DevStack
 from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
 

@@ -9,10 +9,11 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agui.contract import ThreadStatus, ToolResult, ToolResultsRequest, workflow_id_for
-from durable_agui.settings import Settings
+from durable_agui.core.contract import ThreadStatus, ToolResult, ToolResultsRequest, workflow_id_for
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import PLACEHOLDER_TEXT, session_store
 from durable_agui.worker import build_worker
-from sessions import PLACEHOLDER_TEXT, session_store
+from durable_agui.workflows import AgentThreadWorkflow
 from tests.support import (
     CHOOSE_SEAT,
     CONFIRM_BOOKING,
@@ -23,7 +24,6 @@ from tests.support import (
     text_of,
     thread_state,
 )
-from workflows import AgentThreadWorkflow
 
 
 async def test_thread_waits_three_days_for_a_frontend_result_then_completes(

@@ -20,12 +20,12 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agui.contract import ResumeAnswer, ToolResult, ToolResultsRequest, workflow_id_for
-from durable_agui.settings import Settings
+from durable_agui.core.contract import ResumeAnswer, ToolResult, ToolResultsRequest, workflow_id_for
+from durable_agui.core.settings import Settings
 from durable_agui.worker import build_worker
+from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import BIN
 from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING, run_events, start_run
-from workflows import AgentThreadWorkflow
 
 HERE = Path(__file__).parent
 Scenario = Callable[[WorkflowEnvironment, Settings, str], Awaitable[None]]

@@ -1,0 +1,196 @@
+"""Translating a Strands agent's stream into AG-UI events, minting wire ids on the way.
+
+Strands yields ``{"data": ...}`` for text deltas and ``{"message": ...}`` for each finished
+message (the model's, then the one holding tool results). The translator turns them into
+``TEXT_MESSAGE_*``, ``TOOL_CALL_START/ARGS/END`` and, for backend tools only,
+``TOOL_CALL_RESULT``. The placeholder result of a frontend or approval call is never
+translated: the client owns that call, and its answer arrives in a later run.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.agents.definition import ApprovalRule
+from durable_agui.core.contract import (
+    MAX_CALLS_PER_TURN,
+    MAX_NATIVE_ID,
+    MAX_OPEN_CALLS,
+    ErrorType,
+    ToolCallRecord,
+    ToolKind,
+)
+from durable_agui.sessions import render_tool_result
+
+MAX_ARGS_IN_STATE = 16_384
+"""Arguments of one open call larger than this (JSON characters) stay out of workflow state
+and history (``argsOmitted``); the session and the stream have them."""
+MAX_ARGS_PER_BATCH = 65_536
+"""Arguments of a batch's open calls kept in workflow state, all together (JSON characters);
+calls past it are kept with ``argsOmitted`` too."""
+
+
+def mint_wire_id() -> str:
+    """A fresh wire id (``toolCallId``), unique in the thread."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+class TurnTranslator:
+    """Stateful translator for one turn of one run.
+
+    After the turn, ``tool_calls`` lists the calls the model made (wire and native id), in
+    call order, each with its kind (``frontend`` and ``approval`` calls stay open), at most
+    ``MAX_CALLS_PER_TURN``; ``not_offered`` lists the open calls past ``MAX_OPEN_CALLS`` in
+    one message, which the turn answers itself.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        frontend_tool_names: set[str],
+        approvals: dict[str, ApprovalRule],
+        attempt: int = 1,
+    ) -> None:
+        # Message ids carry the attempt: a retried turn's messages are new messages.
+        self._id_prefix = f"{run_id}-a{attempt}"
+        self._frontend = frontend_tool_names
+        self._approvals = approvals
+        self._text_message_id: str | None = None
+        self._messages = 0
+        self.tool_calls: list[ToolCallRecord] = []
+        self.not_offered: list[ToolCallRecord] = []
+        self._wire_ids: dict[str, str] = {}
+
+    def _kind(self, tool_name: str) -> ToolKind:
+        if tool_name in self._frontend:
+            return "frontend"
+        return "approval" if tool_name in self._approvals else "backend"
+
+    def tool_result(self, wire_id: str, blocks: list[Any]) -> BaseEvent:
+        """``TOOL_CALL_RESULT`` for a call of this thread (used for approved calls too)."""
+        return ToolCallResultEvent(
+            message_id=f"{wire_id}-result",
+            tool_call_id=wire_id,
+            content=render_tool_result(blocks),
+            role="tool",
+        )
+
+    def _next_message_id(self) -> str:
+        self._messages += 1
+        return f"{self._id_prefix}-m{self._messages}"
+
+    def _close_text(self) -> list[BaseEvent]:
+        if self._text_message_id is None:
+            return []
+        event = TextMessageEndEvent(message_id=self._text_message_id)
+        self._text_message_id = None
+        return [event]
+
+    def feed(self, event: dict[str, Any]) -> list[BaseEvent]:
+        """Translate one Strands stream event into zero or more AG-UI events."""
+        if isinstance(event.get("data"), str) and "delta" in event:
+            return self._on_text(event["data"])
+        message = event.get("message")
+        if isinstance(message, dict):
+            if message.get("role") == "assistant":
+                return self._on_assistant_message(message)
+            if message.get("role") == "user":
+                return self._on_tool_results(message)
+        return []
+
+    def finish(self) -> list[BaseEvent]:
+        """Close whatever is still open at the end of the turn."""
+        return self._close_text()
+
+    def _on_text(self, text: str) -> list[BaseEvent]:
+        if not text:
+            return []
+        events: list[BaseEvent] = []
+        if self._text_message_id is None:
+            self._text_message_id = self._next_message_id()
+            events.append(TextMessageStartEvent(message_id=self._text_message_id, role="assistant"))
+        events.append(TextMessageContentEvent(message_id=self._text_message_id, delta=text))
+        return events
+
+    def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
+        parent_id = self._text_message_id
+        events = self._close_text()
+        open_calls = 0
+        args_kept = 0
+        for block in message.get("content", []):
+            tool_use = block.get("toolUse")
+            if tool_use is None:
+                continue
+            if len(tool_use["toolUseId"]) > MAX_NATIVE_ID:
+                raise ApplicationError(
+                    f"the model produced a tool call id of {len(tool_use['toolUseId'])} "
+                    f"characters; this server tracks ids of at most {MAX_NATIVE_ID}",
+                    type=ErrorType.INVALID_TOOL_CALL,
+                    non_retryable=True,
+                )
+            parent_id = parent_id or self._next_message_id()
+            rule = self._approvals.get(tool_use["name"])
+            kind = self._kind(tool_use["name"])
+            args = tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {}
+            args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+            # Workflow state keeps the small arguments of open calls only; the session and
+            # the stream hold them all.
+            keep_args = kind != "backend" and (
+                len(args_json) <= MAX_ARGS_IN_STATE
+                and args_kept + len(args_json) <= MAX_ARGS_PER_BATCH
+            )
+            record = ToolCallRecord(
+                wire_id=mint_wire_id(),
+                native_id=tool_use["toolUseId"],
+                tool_name=tool_use["name"],
+                args=args if keep_args else {},
+                args_omitted=kind != "backend" and not keep_args,
+                kind=kind,
+                approval_message=rule.message if rule else None,
+                response_schema=rule.response_schema if rule else None,
+            )
+            if kind != "backend":
+                open_calls += 1
+                args_kept += len(args_json) if keep_args else 0
+            if kind != "backend" and open_calls > MAX_OPEN_CALLS:
+                self.not_offered.append(record.model_copy(update={"kind": "backend"}))
+            elif len(self.tool_calls) < MAX_CALLS_PER_TURN:
+                self.tool_calls.append(record)
+            self._wire_ids[record.native_id] = record.wire_id
+            events += [
+                ToolCallStartEvent(
+                    tool_call_id=record.wire_id,
+                    tool_call_name=record.tool_name,
+                    parent_message_id=parent_id,
+                ),
+                ToolCallArgsEvent(tool_call_id=record.wire_id, delta=args_json),
+                ToolCallEndEvent(tool_call_id=record.wire_id),
+            ]
+        return events
+
+    def _on_tool_results(self, message: dict[str, Any]) -> list[BaseEvent]:
+        open_native = {call.native_id for call in self.tool_calls if call.kind != "backend"}
+        open_native |= {call.native_id for call in self.not_offered}  # answered by the turn
+        events: list[BaseEvent] = []
+        for block in message.get("content", []):
+            result = block.get("toolResult")
+            if result is None or result["toolUseId"] in open_native:
+                continue
+            wire_id = self._wire_ids.get(result["toolUseId"])
+            if wire_id is not None:
+                events.append(self.tool_result(wire_id, list(result.get("content", []))))
+        return events

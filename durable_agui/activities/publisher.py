@@ -1,0 +1,156 @@
+"""Publishing a run's AG-UI events from an activity to the thread's workflow stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndEvent
+from temporalio import activity
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from durable_agui.core.contract import event_to_wire, run_topic
+from durable_agui.core.event_log import read_run_events, read_thread
+
+MAX_SIGNAL_BYTES = 256_000
+"""Most event bytes one publish signal carries (Temporal refuses payloads over ~2 MB)."""
+MAX_DELTA_CHARS = 32_000
+"""Longest text delta one TEXT_MESSAGE_CONTENT event carries."""
+
+
+def _size(event: dict[str, Any]) -> int:
+    if event["type"] == "TEXT_MESSAGE_CONTENT":
+        return len(event["delta"].encode()) + 100
+    return len(json.dumps(event, ensure_ascii=False).encode())
+
+
+class RunEventPublisher:
+    """Buffers events and flushes them every ``interval`` (or at once on request).
+
+    Consecutive text deltas of one message are merged while they wait, so a model that
+    streams token by token costs one event per flush, not one per token; a flush is split
+    into signals of at most ``MAX_SIGNAL_BYTES``.
+
+    Wraps ``WorkflowStreamClient`` (publisher dedup, retries) but drives its public
+    ``flush()`` itself instead of entering the client's context manager: on Python 3.11 that
+    manager's flusher is stopped by cancelling an ``asyncio.wait_for``, which can swallow the
+    cancellation (CPython gh-86296) and leave the activity waiting forever.
+    """
+
+    def __init__(self, run_id: str, interval: timedelta) -> None:
+        self._stream = WorkflowStreamClient.from_within_activity(batch_interval=interval)
+        self._run_id = run_id
+        self._topic = self._stream.topic(run_topic(run_id))
+        self._interval = interval.total_seconds()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._flusher: asyncio.Task[None] | None = None
+        self._pending: list[dict[str, Any]] = []
+        self._pending_bytes = 0
+        self._flush_lock = asyncio.Lock()
+
+    async def close_previous_attempt(self, attempt: int) -> None:
+        """Close what an earlier attempt of this turn left open in the run's stream.
+
+        The retried turn starts from the same history, so the earlier attempt's output is
+        void: its open text messages and tool calls are ended, and a ``CUSTOM`` event
+        ``turn_retried`` tells the client that the output that follows replaces it.
+        """
+        open_messages: dict[str, None] = {}
+        open_calls: dict[str, None] = {}
+        client = activity.client()
+        handle = client.get_workflow_handle(activity.info().workflow_id or "")
+        try:
+            state = await read_thread(handle, None)
+            start = state.run_start_offsets.get(self._run_id, 0)
+            logged = await read_run_events(client, handle, state, self._run_id, start)
+        except Exception as err:  # a busy thread: the retry marker still tells the client
+            activity.logger.warning("could not read the earlier attempt's events: %s", err)
+            logged = []
+        for event in (item.data for item in logged):
+            kind = event["type"]
+            message_id, call_id = str(event.get("messageId")), str(event.get("toolCallId"))
+            if kind == "TEXT_MESSAGE_START":
+                open_messages[message_id] = None
+            elif kind == "TEXT_MESSAGE_END":
+                open_messages.pop(message_id, None)
+            elif kind == "TOOL_CALL_START":
+                open_calls[call_id] = None
+            elif kind == "TOOL_CALL_END":
+                open_calls.pop(call_id, None)
+        for message_id in open_messages:
+            self.publish(TextMessageEndEvent(message_id=message_id))
+        for call_id in open_calls:
+            self.publish(ToolCallEndEvent(tool_call_id=call_id))
+        self.publish(CustomEvent(name="turn_retried", value={"attempt": attempt}), flush_now=True)
+
+    def publish(self, event: BaseEvent, *, flush_now: bool = False) -> None:
+        wire = event_to_wire(event)
+        if wire["type"] == "TEXT_MESSAGE_CONTENT":
+            self._add_text(wire)
+        else:
+            self._pending.append(wire)
+            self._pending_bytes += _size(wire)
+        if flush_now or self._pending_bytes >= MAX_SIGNAL_BYTES:
+            self._wake.set()
+
+    def _add_text(self, wire: dict[str, Any]) -> None:
+        delta: str = wire["delta"]
+        last = self._pending[-1] if self._pending else None
+        if (
+            last is not None
+            and last["type"] == "TEXT_MESSAGE_CONTENT"
+            and last["messageId"] == wire["messageId"]
+            and len(last["delta"]) + len(delta) <= MAX_DELTA_CHARS
+        ):
+            last["delta"] += delta
+            self._pending_bytes += len(delta.encode())
+            return
+        for start in range(0, len(delta), MAX_DELTA_CHARS):
+            part = {**wire, "delta": delta[start : start + MAX_DELTA_CHARS]}
+            self._pending.append(part)
+            self._pending_bytes += _size(part)
+
+    async def _flush(self) -> None:
+        """Send what waits, in signals of at most ``MAX_SIGNAL_BYTES``."""
+        async with self._flush_lock:
+            batch, self._pending, self._pending_bytes = self._pending, [], 0
+            size = 0
+            for wire in batch:
+                if size and size + _size(wire) > MAX_SIGNAL_BYTES:
+                    await self._stream.flush()
+                    size = 0
+                self._topic.publish(wire)
+                size += _size(wire)
+            await self._stream.flush()
+
+    async def _flush_periodically(self) -> None:
+        while not self._stopping:
+            waker = asyncio.ensure_future(self._wake.wait())
+            done, _ = await asyncio.wait({waker}, timeout=self._interval)
+            if not done:
+                waker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waker
+            self._wake.clear()
+            await self._flush()
+
+    async def __aenter__(self) -> RunEventPublisher:
+        self._flusher = asyncio.create_task(self._flush_periodically())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._flusher is not None:
+            await self._flusher
+        await self._flush()

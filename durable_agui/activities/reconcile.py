@@ -1,0 +1,125 @@
+"""The ``reconcile_session`` activity: the client's results replace the placeholders."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from strands.types.session import SessionMessage
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.store_errors import store_errors_as_application_errors
+from durable_agui.core.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import session_store, tool_result_block, user_content_blocks
+from durable_agui.sessions.patch import (
+    SessionPatchError,
+    holds_result,
+    patch_tool_results,
+    write_back,
+)
+
+
+def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) -> bool:
+    """Append the user's new content blocks to ``message`` unless they already end it.
+
+    Returns whether ``message`` changed.
+    """
+    blocks: list[Any] = []
+    for user_message in user_messages:
+        blocks += user_content_blocks(user_message.content)
+    content: list[Any] = message.message["content"]
+    if not blocks or content[-len(blocks) :] == blocks:
+        return False
+    content.extend(blocks)
+    return True
+
+
+class ReconcileActivities:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
+        store = session_store(self._settings)
+        thread = request.session_id or request.thread_id
+        if request.expected_count is not None:
+            held = store.verified_count(thread, request.expected_count)
+            if held > request.expected_count:
+                # A failed turn's messages: cut as the next turn would, so that the answers
+                # and the user input go where the thread recorded its history ends.
+                store.truncate_messages(thread, request.expected_count)
+        session = store.open(thread)
+        wanted = {
+            r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
+        }
+        rewritten: list[str] = []
+        unchanged: list[str] = []
+        appended = False
+        messages = session.session_repository.list_messages(thread, AGENT_ID)
+        for position, message in enumerate(messages):
+            patched, same = patch_tool_results(message, wanted)
+            unchanged += same
+            changed = bool(patched)
+            is_last = position == len(messages) - 1
+            anchor = request.anchor_native_id
+            if is_last and anchor and request.user_messages and holds_result(message, anchor):
+                # The results end the history: new user input joins their message rather than
+                # following it as a second user message (roles alternate for every provider).
+                changed = _append_user_input(message, request.user_messages) or changed
+                appended = True
+            if changed:
+                try:
+                    write_back(session.session_repository, thread, message)
+                except SessionPatchError as err:
+                    raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
+            rewritten += patched
+        missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
+        if missing:
+            # The session was changed outside this server (or a failed turn was cut away):
+            # there is nothing to patch, and Strands repairs unpaired tool uses on load.
+            activity.logger.warning("no persisted tool result for native ids %s", missing)
+        return ReconcileOutput(
+            rewritten=rewritten, unchanged=unchanged, missing=missing, user_input_appended=appended
+        )
+
+    @activity.defn(name="count_session_messages")
+    async def count_session_messages(self, session_id: str) -> int:
+        """How many messages the thread's session holds (read-only; safe to retry).
+
+        Raises:
+            ApplicationError: ``SessionStoreInconsistent`` for a history with a gap or a
+                message that does not parse.
+        """
+        store = session_store(self._settings)
+        with store_errors_as_application_errors():
+            return await asyncio.to_thread(store.verified_count, session_id, None)
+
+    @activity.defn(name="reconcile_session")
+    async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
+        """Replace each placeholder ``toolResult`` (by native id) with the client's result.
+
+        Goes through the Strands ``SessionRepository`` (``update_message`` on the same message
+        id), keeps a client error as ``status: "error"`` with its text, and reads every
+        rewritten message back to verify it. When the message holding the anchor's result
+        ends the history, ``user_messages`` are appended to it.
+
+        On retry: results already in place are reported ``unchanged`` and not written again,
+        user input already at the end of the message is not appended again; a retried
+        reconcile is a no-op.
+
+        A native id with no persisted ``toolResult`` (the session was changed elsewhere) is
+        reported in ``missing`` and skipped, so a damaged session cannot wedge the thread.
+
+        When the thread recorded its message count (``expected_count``), the store is
+        checked first: fewer messages, or a gap, is ``SessionStoreInconsistent`` (nothing is
+        written); more are a failed turn's and are cut.
+
+        Raises:
+            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried);
+                ``SessionStoreInconsistent`` (not retried).
+        """
+        with store_errors_as_application_errors():
+            async with heartbeating():
+                return await asyncio.to_thread(self._reconcile, request)

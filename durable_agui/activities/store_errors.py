@@ -1,0 +1,40 @@
+"""Session-store failures as the activities report them to the workflow."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import ErrorType
+from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
+
+
+@contextlib.contextmanager
+def store_errors_as_application_errors() -> Iterator[None]:
+    """Report the session store's failures as ``ApplicationError``s the workflow and the
+    client can act on; their messages name no host, port or path (the worker's log has the
+    driver's own text).
+
+    - ``STORE_ERRORS`` (the store cannot be reached): ``SessionStoreUnavailable``, retried.
+    - ``SessionStoreInconsistent`` (the store does not hold what the thread recorded):
+      ``SessionStoreInconsistent``, not retried: nothing is cut or written, the run ends
+      with ``RUN_ERROR``, and the thread's next run succeeds once the store is repaired.
+    """
+    try:
+        yield
+    except STORE_ERRORS as err:
+        activity.logger.warning("the session store failed: %s", err)
+        raise ApplicationError(
+            "the session store is unavailable; the thread continues when it is back",
+            type=ErrorType.SESSION_STORE_UNAVAILABLE,
+        ) from None
+    except SessionStoreInconsistent as err:
+        activity.logger.error("the session store is inconsistent: %s", err)
+        raise ApplicationError(
+            f"{err}; nothing was changed, and the thread continues once the store is repaired",
+            type=ErrorType.SESSION_STORE_INCONSISTENT,
+            non_retryable=True,
+        ) from None

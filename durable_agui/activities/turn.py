@@ -1,0 +1,343 @@
+"""The ``run_turn`` activity: one agent turn, from the session store, streamed as AG-UI."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+from strands import Agent
+from strands.hooks import AfterToolsEvent
+from strands.session.repository_session_manager import RepositorySessionManager
+from strands.tools.tools import PythonAgentTool
+from strands.types.content import ContentBlock
+from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.activities.agui_events import TurnTranslator
+from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.activities.store_errors import store_errors_as_application_errors
+from durable_agui.agents import AgentDefinition, get_agent
+from durable_agui.agents.models import build_model
+from durable_agui.core.contract import (
+    AGENT_ID,
+    TOO_MANY_CALLS,
+    ApprovedCall,
+    ErrorType,
+    FrontendTool,
+    TurnInput,
+    TurnOutput,
+    UserInput,
+)
+from durable_agui.core.event_log import read_thread
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import (
+    PLACEHOLDER_TEXT,
+    session_store,
+    tool_result_block,
+    user_content_blocks,
+)
+from durable_agui.sessions.patch import patch_tool_results, write_back
+
+logger = logging.getLogger(__name__)
+
+CANCEL_GRACE = timedelta(seconds=10)
+CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
+"""The assistant message a turn cancelled at a safe point ends with (not streamed)."""
+"""How long a cancelled turn may take to reach Strands' next safe stopping point."""
+
+
+def placeholder_tool(spec: ToolSpec) -> AgentTool:
+    """A Strands tool that stands in for a call someone else answers.
+
+    Used for client-declared frontend tools and for backend tools that need approval.
+    Calling it persists the placeholder result and asks the agent to stop once the current
+    tool batch is done (``Agent.cancel(after_current_tools=True)``), so backend calls of the
+    same batch still run and the model is not called again until the answer arrives.
+    """
+
+    async def hand_over(tool_use: ToolUse, **invocation_state: Any) -> ToolResult:
+        invocation_state["agent"].cancel(after_current_tools=True)
+        return {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "success",
+            "content": [{"text": PLACEHOLDER_TEXT}],
+        }
+
+    return PythonAgentTool(spec["name"], spec, hand_over)
+
+
+def frontend_spec(tool: FrontendTool) -> ToolSpec:
+    return {
+        "name": tool.name,
+        "description": tool.description or f"Client-side tool {tool.name}",
+        "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}},
+    }
+
+
+def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
+    """New user messages as one prompt (one user message keeps roles alternating)."""
+    blocks: list[ContentBlock] = []
+    for message in messages:
+        blocks += user_content_blocks(message.content)
+    return blocks or None
+
+
+def _real_tools(definition: AgentDefinition) -> dict[str, AgentTool]:
+    return {tool.tool_name: tool for tool in definition.tools}
+
+
+class TurnActivities:
+    """Holds the settings ``run_turn`` needs (session store location, model choice)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    async def _run_approved(
+        self,
+        turn: TurnInput,
+        definition: AgentDefinition,
+        session: RepositorySessionManager,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> None:
+        """Run each approved call whose placeholder is still persisted, and store its result.
+
+        A call whose result is already real is not run again (retry safety).
+        """
+        tools = _real_tools(definition)
+        wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
+        messages = await asyncio.to_thread(
+            session.session_repository.list_messages, session.session_id, AGENT_ID
+        )
+        runner = Agent(model=build_model(self._settings), tools=[], callback_handler=None)
+        for message in messages:
+            results: dict[str, ToolResult] = {}
+            for block in message.message["content"]:
+                result = block.get("toolResult")
+                call = wanted.get(result["toolUseId"]) if result else None
+                if call is None or result is None:
+                    continue
+                if not any(b.get("text") == PLACEHOLDER_TEXT for b in result.get("content", [])):
+                    if activity.info().attempt > 1:  # ran in an earlier attempt: tell again
+                        events.publish(
+                            translator.tool_result(call.wire_id, list(result["content"]))
+                        )
+                    continue
+                tool_use: ToolUse = {
+                    "toolUseId": call.native_id,
+                    "name": call.tool_name,
+                    "input": call.args,
+                }
+                final: ToolResult | None = None
+                state = {"agent": runner, "approval": call.payload}
+                async for event in tools[call.tool_name].stream(tool_use, state):
+                    if isinstance(event, dict) and "tool_result" in event:
+                        final = event["tool_result"]
+                if final is None:
+                    final = {"toolUseId": call.native_id, "status": "error", "content": []}
+                results[call.native_id] = final
+                events.publish(translator.tool_result(call.wire_id, list(final["content"])))
+            if results:
+                patch_tool_results(message, results)
+                await asyncio.to_thread(
+                    write_back, session.session_repository, session.session_id, message
+                )
+
+    async def _stream_turn(
+        self,
+        turn: TurnInput,
+        definition: AgentDefinition,
+        tools: list[Any],
+        session: RepositorySessionManager,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> str:
+        """Run the approved calls, then the agent; returns Strands' stop reason."""
+        if turn.approved:
+            await self._run_approved(turn, definition, session, events, translator)
+        agent = Agent(
+            model=build_model(self._settings),
+            tools=tools,
+            system_prompt=definition.system_prompt,
+            session_manager=session,
+            agent_id=AGENT_ID,
+            name=definition.name,
+            callback_handler=None,
+        )
+        agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
+
+        async def stream() -> str:
+            reason = "unknown"
+            first = True
+            async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
+                for event in translator.feed(strands_event):
+                    events.publish(event, flush_now=first)
+                    first = False
+                if "result" in strands_event:
+                    reason = str(strands_event["result"].stop_reason)
+            return reason
+
+        streaming = asyncio.create_task(stream())
+        try:
+            return await asyncio.shield(streaming)
+        except asyncio.CancelledError:
+            agent.cancel()
+            if activity.is_worker_shutdown():
+                # Not the person's cancel: this worker is going away. Fail the attempt;
+                # the retry on another worker starts over from the turn's starting point.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
+                raise
+            # The person's cancel: Strands stops at its next safe point, after a running
+            # tool returns, however long that takes (the heartbeat keeps going).
+            return await streaming
+
+    async def _stop_if_cancelled(self, event: AfterToolsEvent) -> None:
+        """A safe point (a tool batch has finished, the model is next): stop here if the
+        person cancelled the run.
+
+        Asks the thread itself rather than relying on the cancellation a heartbeat delivers:
+        heartbeats are throttled, so a cancel that came while a tool ran could otherwise
+        arrive after the model was called again.
+        """
+        handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
+        try:
+            cancelled = (await read_thread(handle, None)).cancel_requested
+        except Exception as err:  # a busy thread: the heartbeat still delivers a cancel
+            logger.warning("could not ask the thread whether it was cancelled: %s", err)
+            return
+        if cancelled:
+            # The message ends the turn as an assistant message, so that roles still
+            # alternate when the thread's next run adds a user message.
+            event.agent.cancel(message=CANCELLED_AFTER_TOOLS, after_current_tools=True)
+
+    async def _answer_not_offered(
+        self,
+        session: RepositorySessionManager,
+        start: int,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+    ) -> None:
+        """Answer the open calls past ``MAX_OPEN_CALLS`` with an explicit error result: the
+        thread offers only that many to the client at once (bounded workflow state)."""
+        if not translator.not_offered:
+            return
+        wanted: dict[str, ToolResult] = {
+            call.native_id: tool_result_block(call.native_id, "", TOO_MANY_CALLS)
+            for call in translator.not_offered
+        }
+        store = session_store(self._settings)
+        messages = await asyncio.to_thread(store.read_messages, session.session_id, start)
+        for message in messages:
+            patched, _ = patch_tool_results(message, wanted)
+            if patched:
+                await asyncio.to_thread(
+                    write_back, session.session_repository, session.session_id, message
+                )
+        for call in translator.not_offered:
+            events.publish(translator.tool_result(call.wire_id, [{"text": TOO_MANY_CALLS}]))
+
+    async def _starting_point(self, turn: TurnInput) -> int:
+        """The turn's starting point in the session, after cutting away a partial turn.
+
+        The store is checked against the count the thread recorded (``turn.start_index``):
+        fewer messages, or a gap, stops the turn (``SessionStoreInconsistent``) before
+        anything is cut. A partial turn beyond it (an earlier attempt, or a failed turn) is
+        cut away, so the session holds this turn once, whatever number of attempts it takes.
+        """
+        store = session_store(self._settings)
+        session_id = turn.session_id or turn.thread_id
+        start = turn.start_index
+        if start is None:
+            details = activity.info().heartbeat_details
+            if details:
+                start = int(details[0])
+            else:
+                start = await asyncio.to_thread(store.verified_count, session_id, None)
+                activity.heartbeat(start)
+        held = await asyncio.to_thread(store.verified_count, session_id, start)
+        if held > start:
+            await asyncio.to_thread(store.truncate_messages, session_id, start)
+        return start
+
+    @activity.defn(name="run_turn")
+    async def run_turn(self, turn: TurnInput) -> TurnOutput:
+        """Run one agent turn and stream it to the run's topic as AG-UI events.
+
+        Builds a fresh Strands ``Agent`` from the thread's session (no per-process cache, so
+        several workers can share one store), with the agent's backend tools plus one
+        placeholder tool per client-declared frontend tool; backend tools that need approval
+        are placeholders too. First runs the calls in ``turn.approved`` and stores their
+        results. Then prompts with ``turn.user_messages``, or continues from the session
+        when there are none. Stops right after a tool batch with frontend or approval calls.
+
+        Returns every tool call with its minted wire id and kind.
+
+        Cancellation (requested by the workflow through the heartbeat): the agent is asked to
+        stop at its next safe point, which leaves a valid history, and the activity returns
+        normally with ``stop_reason="cancelled"`` so the calls it made are still reported.
+
+        Raises:
+            ApplicationError: ``UnknownAgent`` (not retryable) when the agent is not
+                registered on this worker.
+
+        On retry: the session is truncated back to ``turn.start_index`` (the turn's starting
+        point) before the agent is rebuilt, approved calls whose result is already stored are
+        not run again, and what the earlier attempt left open in the stream is closed and
+        followed by a ``turn_retried`` event. The session ends as if the turn ran once.
+        """
+        definition = get_agent(turn.agent)
+        if definition is None:
+            raise ApplicationError(
+                f"agent {turn.agent!r} is not registered on this worker",
+                type=ErrorType.UNKNOWN_AGENT,
+                non_retryable=True,
+            )
+        real_tools = _real_tools(definition)
+        frontend = [t for t in turn.frontend_tools if t.name not in real_tools]
+        tools: list[Any] = [
+            placeholder_tool(tool.tool_spec) if name in definition.approvals else tool
+            for name, tool in real_tools.items()
+        ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
+        translator = TurnTranslator(
+            turn.run_id,
+            {t.name for t in frontend},
+            dict(definition.approvals),
+            attempt=activity.info().attempt,
+        )
+        store = session_store(self._settings)
+        interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
+        stop_reason = "unknown"
+        with store_errors_as_application_errors():
+            async with RunEventPublisher(turn.run_id, interval) as events:
+                # First, before anything can fail: an earlier attempt's open messages are
+                # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
+                if activity.info().attempt > 1:
+                    await events.close_previous_attempt(activity.info().attempt)
+                start = await self._starting_point(turn)
+                session = await asyncio.to_thread(store.open, turn.session_id or turn.thread_id)
+                async with heartbeating(start):
+                    try:
+                        stop_reason = await self._stream_turn(
+                            turn, definition, tools, session, events, translator
+                        )
+                    except Exception:
+                        for event in translator.finish():  # this attempt leaves nothing open
+                            events.publish(event)
+                        raise
+                    for event in translator.finish():
+                        events.publish(event)
+                    await self._answer_not_offered(session, start, events, translator)
+            message_count = await asyncio.to_thread(
+                store.verified_count, turn.session_id or turn.thread_id, start
+            )
+        return TurnOutput(
+            tool_calls=translator.tool_calls,
+            stop_reason=stop_reason,
+            message_count=message_count,
+        )

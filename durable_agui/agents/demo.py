@@ -1,0 +1,62 @@
+"""The ``demo`` agent: works offline with the deterministic model.
+
+Backend tools: ``lookup_flight`` (runs at once) and ``cancel_booking`` (runs only once a
+person approves it; the approval's payload may carry a ``note``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from strands import ToolContext, tool
+
+from durable_agui.agents.definition import AgentDefinition, ApprovalRule
+
+
+@tool
+def lookup_flight(flight: str, delay_seconds: float = 0.0) -> dict[str, Any]:
+    """Look up a flight's status and gate.
+
+    Args:
+        flight: The flight number, for example "XY123".
+        delay_seconds: How long the (simulated) airline system takes to answer.
+    """
+    time.sleep(min(max(delay_seconds, 0.0), 60.0))
+    checksum = sum(map(ord, flight))
+    return {
+        "flight": flight,
+        "status": "on time",
+        "gate": f"{'ABCDEF'[checksum % 6]}{checksum % 40 + 1}",
+    }
+
+
+@tool(context=True)
+def cancel_booking(booking: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Cancel a booking. Needs the person's approval.
+
+    Args:
+        booking: The booking reference, for example "BK-1".
+    """
+    approval = tool_context.invocation_state.get("approval") or {}
+    return {
+        "cancelled": booking,
+        "note": approval.get("note") if isinstance(approval, dict) else None,
+    }
+
+
+DEMO_AGENT = AgentDefinition(
+    name="demo",
+    description="Flight booking assistant with a backend flight lookup.",
+    system_prompt=(
+        "You help people book flights. Use lookup_flight to check a flight, and ask the "
+        "person to confirm a booking with the confirm_booking tool when the client offers it."
+    ),
+    tools=(lookup_flight, cancel_booking),
+    approvals={
+        "cancel_booking": ApprovalRule(
+            message="Cancel this booking? This cannot be undone.",
+            response_schema={"type": "object", "properties": {"note": {"type": "string"}}},
+        )
+    },
+)

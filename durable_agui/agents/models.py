@@ -1,0 +1,55 @@
+"""Choosing the Strands model provider from configuration (``DURABLE_AGUI_MODEL``)."""
+
+from __future__ import annotations
+
+import os
+
+from strands.models.model import Model
+
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.core.settings import Settings
+
+
+def build_model(settings: Settings) -> Model:
+    """Return a fresh model for one turn, as ``settings.model`` names it.
+
+    ``offline``; ``bedrock:<model-id>`` (AWS credentials from the usual chain);
+    ``anthropic:<model-id>`` (``ANTHROPIC_API_KEY``); ``openai:<model-id>``
+    (``OPENAI_API_KEY``, and ``OPENAI_BASE_URL`` for any OpenAI-compatible server);
+    ``ollama:<model-id>`` (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``).
+    Provider SDKs are Strands extras (``pip install 'strands-agents[openai]'`` ...).
+
+    Raises:
+        ValueError: for an unknown provider name.
+    """
+    provider, _, model_id = settings.model.partition(":")
+    if provider == "offline":
+        return OfflineModel(
+            first_chunk_delay_ms=settings.offline_first_chunk_delay_ms,
+            chunk_delay_ms=settings.offline_chunk_delay_ms,
+        )
+    if provider == "bedrock":
+        from strands.models.bedrock import BedrockModel
+
+        return BedrockModel(model_id=model_id) if model_id else BedrockModel()
+    if provider == "anthropic":
+        from strands.models.anthropic import AnthropicModel
+
+        return AnthropicModel(model_id=model_id, max_tokens=4096)
+    if provider == "openai":
+        from strands.models.openai import OpenAIModel
+
+        client_args = (
+            {"base_url": os.environ["OPENAI_BASE_URL"]} if "OPENAI_BASE_URL" in os.environ else {}
+        )
+        return OpenAIModel(client_args=client_args, model_id=model_id)
+    if provider == "ollama":
+        from strands.models.ollama import OllamaModel
+
+        return OllamaModel(
+            os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"), model_id=model_id
+        )
+    raise ValueError(
+        f"unknown model provider {provider!r} in DURABLE_AGUI_MODEL={settings.model!r}; "
+        "use offline, bedrock:<id>, anthropic:<id>, openai:<id> or ollama:<id>"
+    )

@@ -1,0 +1,195 @@
+"""The FastAPI application."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+from temporalio.client import Client
+
+from durable_agui.agents import AGENTS
+from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings
+from durable_agui.api.errors import api_error
+from durable_agui.api.limits import RequestBodyCheck
+from durable_agui.api.routers import agents, codec, threads
+from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
+from durable_agui.core.settings import Settings, get_settings
+from durable_agui.core.temporal import API_RETRY, connect
+from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
+
+logger = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+
+_ERROR_TYPE_BY_STATUS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "RequestTooLarge",
+}
+
+
+class CodecCORS:
+    """CORS for ``/codec`` only, with credentials, for the Temporal UI's origin: the rest
+    of the API is not meant to be called from other origins' pages with cookies."""
+
+    def __init__(self, app: ASGIApp, origin: str) -> None:
+        self.app = app
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=[origin],
+            allow_methods=["POST"],
+            allow_headers=["content-type", "x-namespace", "authorization"],
+            allow_credentials=True,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/codec"):
+            await self.cors(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
+    """Build the app; it connects to Temporal on startup (with ``API_RETRY``) unless
+    ``client`` is given."""
+    settings = settings or get_settings()
+    check_auth_settings(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.settings = settings
+        app.state.temporal = client or await connect(settings, API_RETRY)
+        yield
+
+    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline.
+    app = FastAPIOffline(
+        title="durable-agui",
+        summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
+    app.include_router(agents.router)
+    app.include_router(threads.router)
+    app.include_router(codec.router)
+    # The Temporal UI calls /codec from the browser.
+    app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))
+    if settings.auth == "none":
+        app.add_middleware(LoopbackHostOnly)
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, plus the threadId rule (checked by ``valid_thread_id`` so
+        that its 422 names the rule) wherever a threadId is taken, and the registered agent
+        names (checked by the route so that an unknown one is a 404), and OpenAPI links from
+        a run to the thread routes it makes reachable (so clients and fuzzers can follow)."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            rule = {"pattern": THREAD_ID_PATTERN.pattern, "maxLength": 128}
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    for parameter in operation.get("parameters", []):
+                        if parameter["name"] == "threadId":
+                            parameter["schema"].update(rule)
+                        elif parameter["name"] == "agent":
+                            parameter["schema"]["enum"] = sorted(AGENTS)
+            links: dict[str, Any] = {}
+            for path, operations in schema["paths"].items():
+                if not path.startswith("/threads/{threadId}"):
+                    continue
+                for operation in operations.values():
+                    parameters = {"threadId": "$request.body#/threadId"}
+                    if "{runId}" in path:
+                        parameters["runId"] = "$request.body#/runId"
+                    links[operation["operationId"]] = {
+                        "operationId": operation["operationId"],
+                        "parameters": parameters,
+                    }
+            run = schema["paths"].get("/agents/{agent}", {}).get("post")
+            if run is not None:
+                run["responses"]["200"]["links"] = links
+            components = schema["components"]["schemas"]
+            body = components.get("RunAgentInput", {})
+            for field in ("threadId", "runId"):  # runId: RUN_ID_PATTERN, the same rule
+                if field in body.get("properties", {}):
+                    body["properties"][field].update(rule)
+            for name, model in components.items():  # AG-UI messages: MAX_MESSAGE_ID
+                if name.endswith("Message") and "id" in model.get("properties", {}):
+                    model["properties"]["id"].update(minLength=1, maxLength=MAX_MESSAGE_ID)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    @app.exception_handler(RequestValidationError)
+    async def unprocessable(request: Request, err: RequestValidationError) -> Response:
+        """422 in the API's error body, the fields in ``errors`` (FastAPI's list), written
+        with ASCII escapes: the echoed input may hold a lone surrogate, which UTF-8 cannot
+        encode (FastAPI's own handler then fails with 500)."""
+        errors = jsonable_encoder(err.errors())
+        first = errors[0] if errors else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        detail = {
+            "type": "InvalidRequest",
+            "message": f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request",
+            "errors": errors,
+        }
+        body = json.dumps({"detail": detail}, ensure_ascii=True)
+        return Response(body, status_code=422, media_type="application/json")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> Response:
+        """Every HTTP error in the API's body: routes' own (already ``{type, message}``)
+        and Starlette's (an unknown path, a method not allowed)."""
+        if isinstance(err.detail, dict) and "type" in err.detail:
+            detail = err.detail
+        else:
+            detail = {
+                "type": _ERROR_TYPE_BY_STATUS.get(err.status_code, "HttpError"),
+                "message": str(err.detail),
+            }
+        return JSONResponse({"detail": detail}, status_code=err.status_code, headers=err.headers)
+
+    async def store_unavailable(request: Request, err: Exception) -> JSONResponse:
+        """503 when the session store cannot be reached; its details go to the log only."""
+        logger.warning("the session store failed: %s", err)
+        error = api_error(
+            503,
+            ErrorType.SESSION_STORE_UNAVAILABLE,
+            "the session store is unavailable; try again shortly",
+        )
+        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
+
+    async def store_inconsistent(request: Request, err: Exception) -> JSONResponse:
+        """503 when the session store does not hold what the thread recorded."""
+        logger.error("the session store is inconsistent: %s", err)
+        error = api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err))
+        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
+
+    for error in STORE_ERRORS:
+        app.add_exception_handler(error, store_unavailable)
+    app.add_exception_handler(SessionStoreInconsistent, store_inconsistent)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """A page to chat with the agents and answer their frontend tools."""
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,178 @@
+"""Who is calling: none (local development), static API keys, or bearer JWTs.
+
+A thread belongs to the principal that created it; every route for a thread answers 404 to
+anyone else, exactly as for a thread that does not exist (nothing leaks its existence).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+from typing import Annotated, Any
+
+import jwt
+from fastapi import Depends, HTTPException, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from durable_agui.core.contract import ANONYMOUS
+from durable_agui.core.settings import Settings
+
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+HMAC_ALGORITHMS = {"HS256", "HS384", "HS512"}
+
+
+def unauthorized(message: str) -> HTTPException:
+    return HTTPException(
+        status_code=401,
+        detail={"type": "Unauthorized", "message": message},
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def jwt_algorithms(settings: Settings) -> list[str]:
+    """The JWT algorithms the configured key can verify: HMAC ones for a shared secret,
+    the others for a PEM public key or a JWKS, so that a token can never choose a key type
+    the key is not (RFC 8725 section 3.1)."""
+    asymmetric = bool(settings.jwt_jwks_url) or (settings.jwt_key or "").lstrip().startswith(
+        "-----BEGIN"
+    )
+    return [a for a in settings.jwt_algorithms if (a in HMAC_ALGORITHMS) != asymmetric]
+
+
+def check_auth_settings(settings: Settings) -> None:
+    """Refuse to serve without authentication anywhere but on loopback.
+
+    Raises:
+        RuntimeError: ``auth="none"`` with a non-loopback ``api_host``; ``api_key`` without
+            keys; ``jwt`` without a key or a JWKS URL.
+    """
+    if settings.auth == "none" and settings.api_host not in LOOPBACK_HOSTS:
+        raise RuntimeError(
+            f"DURABLE_AGUI_AUTH=none serves anyone who can reach {settings.api_host}; "
+            "bind to 127.0.0.1, or set DURABLE_AGUI_AUTH=api_key or jwt"
+        )
+    if settings.auth == "api_key" and not settings.api_keys:
+        raise RuntimeError("DURABLE_AGUI_AUTH=api_key needs DURABLE_AGUI_API_KEYS")
+    if settings.auth == "jwt" and not (settings.jwt_key or settings.jwt_jwks_url):
+        raise RuntimeError("DURABLE_AGUI_AUTH=jwt needs DURABLE_AGUI_JWT_KEY or _JWT_JWKS_URL")
+    if settings.auth == "jwt" and not jwt_algorithms(settings):
+        raise RuntimeError(
+            f"DURABLE_AGUI_JWT_ALGORITHMS={settings.jwt_algorithms} has no algorithm for the "
+            "configured key (HS* for a shared secret; RS*, ES*, PS* for a PEM key or a JWKS)"
+        )
+
+
+@lru_cache(maxsize=8)
+def _jwks_client(url: str) -> jwt.PyJWKClient:
+    return jwt.PyJWKClient(url, cache_keys=True, lifespan=300)
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token:
+        return token.strip()
+    return request.headers.get("x-api-key")
+
+
+async def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
+    key: Any = settings.jwt_key
+    if settings.jwt_jwks_url:
+        signing_key = await asyncio.to_thread(
+            _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt, token
+        )
+        key = signing_key.key
+    claims: dict[str, Any] = jwt.decode(
+        token,
+        key,
+        algorithms=jwt_algorithms(settings),
+        audience=settings.jwt_audience,
+        issuer=settings.jwt_issuer,
+        options={"require": ["sub", "exp"]},
+    )
+    return claims
+
+
+async def current_principal(request: Request) -> str:
+    """The caller's principal: the API key's name, or the JWT's ``sub``; 401 otherwise."""
+    settings: Settings = request.app.state.settings
+    if settings.auth == "none":
+        return ANONYMOUS
+    token = _bearer(request)
+    if token is None:
+        raise unauthorized("send Authorization: Bearer <token>")
+    if settings.auth == "api_key":
+        principal = settings.api_keys.get(token)
+        if principal is None:
+            raise unauthorized("unknown API key")
+        return principal
+    try:
+        claims = await _verify_jwt(token, settings)
+    except jwt.PyJWKClientConnectionError as err:
+        raise HTTPException(
+            status_code=503,
+            detail={"type": "JwksUnavailable", "message": "the signing keys cannot be fetched"},
+            headers={"Retry-After": "5"},
+        ) from err
+    except (jwt.PyJWTError, jwt.PyJWKClientError) as err:
+        raise unauthorized(f"invalid token: {err}") from err
+    except (ValueError, TypeError, KeyError) as err:
+        # PyJWT's key loaders raise these for a token whose header names another key type.
+        raise unauthorized("invalid token") from err
+    return str(claims["sub"])
+
+
+PrincipalDep = Annotated[str, Depends(current_principal)]
+
+
+async def codec_operator(request: Request) -> str:
+    """The caller of ``/codec``, who must be an operator: it decrypts any thread's payloads.
+
+    With authentication off (loopback only) everyone local is; otherwise only principals in
+    ``DURABLE_AGUI_CODEC_PRINCIPALS`` (401 without credentials, 403 for anyone else).
+    """
+    principal = await current_principal(request)
+    settings: Settings = request.app.state.settings
+    if settings.auth != "none" and principal not in settings.codec_principals:
+        raise HTTPException(
+            status_code=403,
+            detail={
+                "type": "Forbidden",
+                "message": "the codec decrypts every thread's payloads: only the principals "
+                "in DURABLE_AGUI_CODEC_PRINCIPALS may use it",
+            },
+        )
+    return principal
+
+
+CodecOperatorDep = Annotated[str, Depends(codec_operator)]
+
+
+class LoopbackHostOnly:
+    """ASGI middleware for unauthenticated mode: only loopback ``Host`` names are served
+    (``127.0.0.1``, ``localhost``, ``[::1]``, any port), so a web page that rebinds its own
+    DNS name to 127.0.0.1 cannot drive a local stack from the browser. 400 otherwise."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _host_name(scope) not in LOOPBACK_HOSTS:
+            body = b'{"detail":{"type":"InvalidHost","message":"only loopback host names are served without authentication"}}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def _host_name(scope: Scope) -> str:
+    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host

@@ -1,0 +1,279 @@
+"""Limits on what a request may carry, checked before anything reaches a thread.
+
+Everything a run carries (its new user messages and answers) travels in a Temporal update,
+and what a thread remembers of it travels in every continue-as-new input; Temporal refuses
+payloads over about 2 MB. Every size a client controls is bounded here (ids, contents,
+nesting, counts), with a clear 413 or 422 and nothing stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ag_ui.core import RunAgentInput, ToolMessage
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from durable_agui.agents import AgentDefinition
+from durable_agui.api.errors import api_error
+from durable_agui.core.contract import (
+    MAX_INTERRUPT_ID,
+    MAX_MESSAGE_ID,
+    MAX_TOOL_CALL_ID,
+    RUN_ID_PATTERN,
+    ResumeAnswer,
+    ToolResult,
+)
+from durable_agui.core.settings import Settings
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Tool names every model provider accepts (the strictest common rule, e.g. Bedrock's)."""
+
+MAX_DEPTH = 32
+"""Deepest JSON nesting a request body may have (tool schemas, content parts, metadata)."""
+
+
+def too_large(message: str) -> Exception:
+    return api_error(413, "RequestTooLarge", message)
+
+
+def invalid(error_type: str, message: str) -> Exception:
+    return api_error(422, error_type, message)
+
+
+def _utf8_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def _shown(client_id: str) -> str:
+    return repr(client_id if len(client_id) <= 80 else client_id[:77] + "...")
+
+
+def check_counts(run_input: RunAgentInput, settings: Settings) -> None:
+    """Refuse (413) a run with more messages or tools, or larger tool declarations, than
+    the configured limits."""
+    if len(run_input.messages) > settings.max_messages_per_run:
+        raise too_large(
+            f"{len(run_input.messages)} messages; a run may carry {settings.max_messages_per_run}"
+        )
+    tools = run_input.tools or []
+    if len(tools) > settings.max_tools_per_run:
+        raise too_large(f"{len(tools)} tools; a run may declare {settings.max_tools_per_run}")
+    declared = _utf8_bytes([tool.model_dump(mode="json") for tool in tools])
+    if declared > settings.max_tools_bytes:
+        raise too_large(
+            f"the run's tools take {declared} bytes; a thread keeps at most "
+            f"{settings.max_tools_bytes} of tool declarations"
+        )
+
+
+def check_ids(run_input: RunAgentInput) -> None:
+    """Refuse (422) ids a thread cannot take: a ``runId`` outside ``RUN_ID_PATTERN`` (it is
+    a path segment of the run's events URL), message ids over ``MAX_MESSAGE_ID`` or used
+    twice in one request, ``toolCallId`` and ``interruptId`` over their bounds."""
+    if not RUN_ID_PATTERN.fullmatch(run_input.run_id):
+        raise invalid(
+            "InvalidRunId",
+            f"runId {_shown(run_input.run_id)} is not valid: use 1-128 characters from "
+            "A-Z a-z 0-9 _ . : - starting with a letter or digit",
+        )
+    seen: set[str] = set()
+    for message in run_input.messages:
+        if not message.id or len(message.id) > MAX_MESSAGE_ID:
+            raise invalid(
+                "InvalidMessageId", f"message ids must have 1 to {MAX_MESSAGE_ID} characters"
+            )
+        if message.id in seen:
+            raise invalid(
+                "DuplicateMessageId",
+                f"message id {_shown(message.id)} is used by two messages of this run",
+            )
+        seen.add(message.id)
+        if isinstance(message, ToolMessage) and len(message.tool_call_id) > MAX_TOOL_CALL_ID:
+            raise invalid(
+                "InvalidToolCallId",
+                f"toolCallId {_shown(message.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
+            )
+    for entry in run_input.resume or []:
+        if len(entry.interrupt_id) > MAX_INTERRUPT_ID:
+            raise invalid(
+                "InvalidInterruptId",
+                f"interruptId {_shown(entry.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
+            )
+
+
+def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
+    """Refuse (422, ``InvalidTool``) frontend tools a model provider cannot take: a name
+    outside ``TOOL_NAME``, the name of one of the agent's backend tools, or ``parameters``
+    that are not a JSON Schema object (checked against the schema's own meta-schema)."""
+    backend = {getattr(tool, "tool_name", None) for tool in agent.tools}
+    for tool in run_input.tools or []:
+        if not TOOL_NAME.fullmatch(tool.name):
+            raise invalid(
+                "InvalidTool",
+                f"tool name {_shown(tool.name)} is not valid: use 1-64 characters from "
+                "A-Z a-z 0-9 _ -",
+            )
+        if tool.name in backend:
+            raise invalid(
+                "InvalidTool",
+                f"tool {tool.name!r} is a backend tool of agent {agent.name!r}; "
+                "a frontend tool needs another name",
+            )
+        if tool.parameters is None:
+            continue
+        if not isinstance(tool.parameters, dict):
+            raise invalid("InvalidTool", f"parameters of tool {tool.name!r} must be a JSON object")
+        try:
+            validator_for(tool.parameters).check_schema(tool.parameters)
+        except SchemaError as err:
+            where = "/".join(str(part) for part in err.path) or "(top level)"
+            raise invalid(
+                "InvalidTool",
+                f"parameters of tool {tool.name!r} are not a valid JSON Schema at {where}: "
+                f"{err.message[:200]}",
+            ) from None
+
+
+def check_answers(
+    results: list[ToolResult], resume: list[ResumeAnswer], settings: Settings
+) -> None:
+    """Refuse answers over their bounds: a result or resume payload over
+    ``max_tool_result_bytes`` (413), an id over ``MAX_TOOL_CALL_ID`` / ``MAX_INTERRUPT_ID``
+    (422)."""
+    for result in results:
+        if len(result.tool_call_id) > MAX_TOOL_CALL_ID:
+            raise invalid(
+                "InvalidToolCallId",
+                f"toolCallId {_shown(result.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
+            )
+        size = result.size()
+        if size > settings.max_tool_result_bytes:
+            raise too_large(
+                f"the result for tool call {result.tool_call_id!r} is {size} bytes; the limit is "
+                f"{settings.max_tool_result_bytes} (large results belong in a store the tool "
+                "shares with the agent, not in the thread)"
+            )
+    for answer in resume:
+        if len(answer.interrupt_id) > MAX_INTERRUPT_ID:
+            raise invalid(
+                "InvalidInterruptId",
+                f"interruptId {_shown(answer.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
+            )
+        size = answer.size()
+        if size > settings.max_tool_result_bytes:
+            raise too_large(
+                f"the resume payload for interrupt {answer.interrupt_id!r} is {size} bytes; "
+                f"the limit is {settings.max_tool_result_bytes}"
+            )
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_depth_over(body: bytes, limit: int) -> bool:
+    """Whether the JSON text ``body`` nests deeper than ``limit`` (arrays and objects),
+    found without parsing it (Python's parser recurses, and would fail on deep input)."""
+    depth = 0
+    for bracket in _BRACKET.finditer(_JSON_STRING.sub(b'""', body)):
+        if bracket.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (RFC 8259)")
+
+
+def json_body_error(body: bytes) -> tuple[str, str] | None:
+    """What is wrong with the JSON request body ``body``, as ``(type, message)``, or
+    ``None``. Checks every field a client sends, keys included: nesting deeper than
+    ``MAX_DEPTH`` (``TooDeep``), text that is not JSON or not UTF-8, ``NaN`` / ``Infinity``
+    (``InvalidJson``; Python's parser takes them, RFC 8259 has no such numbers), and lone
+    surrogates such as ``"\\ud800"`` (``InvalidText``: UTF-8 cannot encode them)."""
+    if json_depth_over(body, MAX_DEPTH):
+        return "TooDeep", f"the body nests JSON deeper than {MAX_DEPTH} levels"
+    try:
+        parsed = json.loads(body, parse_constant=_refuse_constant)
+    except ValueError as err:
+        return "InvalidJson", f"the body is not valid JSON: {str(err)[:200]}"
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "InvalidText", "the body holds text that is not valid Unicode (a lone surrogate)"
+    return None
+
+
+class RequestBodyCheck:
+    """ASGI middleware, before any route: 413 for a body over ``max_bytes`` (declared or
+    streamed), 422 for a JSON body that ``json_body_error`` refuses. Both answer with the
+    API's error body; the route never sees such a request."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send, 413, "RequestTooLarge", self._too_large())
+            return
+        # Read the whole body first (it is small by definition), so a chunked body over the
+        # limit is refused here with 413 rather than failing inside the route's parsing.
+        chunks: list[Message] = []
+        body = bytearray()
+        while True:
+            message = await receive()
+            chunks.append(message)
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await self._refuse(send, 413, "RequestTooLarge", self._too_large())
+                return
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        media_type = headers.get(b"content-type", b"application/json").split(b";")[0].strip()
+        if body and media_type.endswith(b"json"):
+            error = json_body_error(bytes(body))
+            if error is not None:
+                await self._refuse(send, 422, *error)
+                return
+        replay = iter(chunks)
+
+        async def replayed() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, replayed, send)
+
+    def _too_large(self) -> str:
+        return (
+            f"the request body is over {self.max_bytes} bytes; large tool results belong in "
+            "a store the tool shares with the agent, not in the thread"
+        )
+
+    async def _refuse(self, send: Send, status: int, error_type: str, message: str) -> None:
+        body = {"detail": {"type": error_type, "message": message}}
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send(
+            {
+                "type": "http.response.body",
+                "body": json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode(),
+            }
+        )

@@ -1,0 +1,104 @@
+"""Request and response bodies of the REST routes (camelCase on the wire, like AG-UI)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ag_ui.core import Message
+from ag_ui.core.types import ContentPart
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from durable_agui.core.contract import ThreadStatus
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class PendingToolCallView(CamelModel):
+    tool_call_id: str = Field(description="Wire id: answer with a role:tool message carrying it.")
+    tool_name: str
+    args: dict[str, Any]
+    args_omitted: bool = Field(
+        description="Arguments too large to keep here; see the run's events."
+    )
+    run_id: str = Field(description="The run that emitted the call.")
+    expires_at: datetime = Field(description="When the call closes without an answer.")
+    answered: bool
+
+
+class InterruptView(CamelModel):
+    """An open approval, shaped like the AG-UI 1.0 ``Interrupt`` of the run that asked for it
+    (``id``, ``reason``, ``message``, ``toolCallId``, ``responseSchema``, ``expiresAt``)."""
+
+    id: str = Field(description="Answer with a resume entry whose interruptId is this id.")
+    reason: str = "tool_approval"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    message: str
+    response_schema: dict[str, Any] | None
+    expires_at: datetime
+    answered: bool
+
+
+class ThreadView(CamelModel):
+    thread_id: str
+    agent: str
+    status: ThreadStatus
+    current_run_id: str | None
+    queued_run_ids: list[str]
+    pending_tool_calls: list[PendingToolCallView]
+    interrupts: list[InterruptView]
+    workflow_id: str
+    temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
+
+
+class ThreadMessages(CamelModel):
+    thread_id: str
+    messages: list[Message]
+
+
+class ToolResultIn(CamelModel):
+    tool_call_id: str = Field(min_length=1)
+    content: str | list[ContentPart] = Field(
+        default="", description="Text, or AG-UI content parts, as in a role:tool message."
+    )
+    error: str | None = None
+
+
+class ResumeIn(CamelModel):
+    interrupt_id: str = Field(min_length=1)
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+
+class ToolResultsIn(CamelModel):
+    results: list[ToolResultIn] = Field(default_factory=list)
+    resume: list[ResumeIn] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something(self) -> ToolResultsIn:
+        if not self.results and not self.resume:
+            raise ValueError("give at least one result or resume entry")
+        return self
+
+
+class CancelOut(CamelModel):
+    run_id: str = Field(description="The run being cancelled.")
+    outcome: Literal["cancelled", "finished", "pending"] = Field(
+        description="cancelled: stopped at a safe point; finished: the cancel came after the "
+        "turn's last model call; pending: a tool is still running, the run stops after it."
+    )
+
+
+class ToolResultsOut(CamelModel):
+    accepted: list[str] = Field(description="Wire / interrupt ids whose answers were stored now.")
+    acknowledged: list[str] = Field(description="Ids whose identical answers were held already.")
+    still_pending: list[str]
+    run_id: str | None = Field(
+        description="The continuation run started, if the batch is complete."
+    )
+    events_url: str | None = Field(description="SSE stream of the continuation run.")

@@ -1,0 +1,217 @@
+"""``/threads``: a thread's state, its history, the REST tool-result trigger, run events."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path
+from fastapi.responses import StreamingResponse
+
+from durable_agui.api.auth import PrincipalDep
+from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.errors import api_error
+from durable_agui.api.limits import check_answers
+from durable_agui.api.models import (
+    CancelOut,
+    InterruptView,
+    PendingToolCallView,
+    ThreadMessages,
+    ThreadView,
+    ToolResultsIn,
+    ToolResultsOut,
+)
+from durable_agui.api.run_input import content_json
+from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
+from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
+from durable_agui.api.transcript import to_agui_messages
+from durable_agui.core.contract import (
+    ResumeAnswer,
+    ToolResult,
+    ToolResultsRequest,
+    workflow_id_for,
+)
+from durable_agui.sessions import session_store
+
+router = APIRouter(prefix="/threads", tags=["threads"])
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thread."}}
+
+
+@router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
+async def get_thread(
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
+) -> ThreadView:
+    """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
+    ``awaiting_approval``), its pending frontend calls and its open approval interrupts."""
+    state = await thread_state(client, thread_id, principal)
+    workflow_id = workflow_id_for(thread_id, principal)
+    return ThreadView(
+        thread_id=thread_id,
+        agent=state.agent,
+        status=state.status,
+        current_run_id=state.current_run_id,
+        queued_run_ids=state.queued_run_ids,
+        pending_tool_calls=[
+            PendingToolCallView(
+                tool_call_id=call.wire_id,
+                tool_name=call.tool_name,
+                args=call.args,
+                args_omitted=call.args_omitted,
+                run_id=call.run_id,
+                expires_at=call.expires_at,
+                answered=call.result is not None,
+            )
+            for call in state.pending_tool_calls
+        ],
+        interrupts=[
+            InterruptView(
+                id=i.interrupt_id,
+                tool_call_id=i.wire_id,
+                tool_name=i.tool_name,
+                args=i.args,
+                message=i.message,
+                response_schema=i.response_schema,
+                expires_at=i.expires_at,
+                answered=i.resolution is not None,
+            )
+            for i in state.interrupts
+        ],
+        workflow_id=workflow_id,
+        temporal_ui_url=(
+            f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
+            f"/workflows/{workflow_id}"
+        ),
+    )
+
+
+@router.get("/{threadId}/messages", response_model=ThreadMessages, responses=_NOT_FOUND)
+async def get_messages(
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
+) -> ThreadMessages:
+    """The persisted history as AG-UI messages; tool call ids are wire ids.
+
+    503 ``SessionStoreInconsistent`` when the store does not hold what the thread recorded
+    (a message missing or unreadable), rather than a history with a gap.
+    """
+    state = await thread_state(client, thread_id, principal)
+    store = session_store(settings)
+    await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
+    persisted = await asyncio.to_thread(store.read_messages, state.session_id)
+    native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
+    pending_native = {call.native_id for call in state.pending_tool_calls}
+    return ThreadMessages(
+        thread_id=thread_id,
+        messages=to_agui_messages(persisted, native_to_wire, pending_native),
+    )
+
+
+@router.post(
+    "/{threadId}/tool-results",
+    response_model=ToolResultsOut,
+    responses={
+        **_NOT_FOUND,
+        409: {"description": "Unknown id or conflicting result; nothing stored."},
+    },
+)
+async def post_tool_results(
+    thread_id: ThreadIdDep,
+    body: ToolResultsIn,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+) -> ToolResultsOut:
+    """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
+
+    When the answers complete the batch, the thread continues in a new run whose events are
+    at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
+    """
+    request = ToolResultsRequest(
+        run_id=f"rest-{uuid.uuid4().hex}",
+        principal=principal,
+        results=[
+            ToolResult(tool_call_id=r.tool_call_id, content=content_json(r.content), error=r.error)
+            for r in body.results
+        ],
+        resume=[
+            ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
+            for r in body.resume
+        ],
+    )
+    check_answers(request.results, request.resume, settings)
+    accepted = await submit_tool_results(client, thread_id, request)
+    return ToolResultsOut(
+        accepted=accepted.accepted,
+        acknowledged=accepted.acknowledged,
+        still_pending=accepted.still_pending,
+        run_id=accepted.run_id,
+        events_url=f"/threads/{thread_id}/runs/{accepted.run_id}/events"
+        if accepted.run_id
+        else None,
+    )
+
+
+@router.get(
+    "/{threadId}/runs/{runId}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def get_run_events(
+    thread_id: ThreadIdDep,
+    run_id: Annotated[str, Path(alias="runId")],
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """A run's events (again), from the start or after ``Last-Event-ID``.
+
+    A client that lost its connection resumes here with the ``id`` of the last event it
+    got: the rest of the run follows with no gap and no duplicate. For a finished run the
+    stream ends after what is retained (at once, if the client already saw the end).
+    404 for a run this thread does not know (or no longer remembers); 400 for a
+    ``Last-Event-ID`` that is not an event id of this thread's stream (past its end).
+    """
+    state = await thread_state(client, thread_id, principal)
+    finished = run_id in state.finished_run_ids
+    if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
+        shown = run_id if len(run_id) <= 80 else run_id[:77] + "..."
+        raise api_error(404, "RunNotFound", f"no run {shown!r} in thread {thread_id!r}")
+    resume_from = 0
+    if last_event_id:
+        if not re.fullmatch(r"[0-9]{1,18}", last_event_id):
+            raise api_error(400, "InvalidLastEventId", "Last-Event-ID must be an event id (digits)")
+        resume_from = int(last_event_id) + 1
+        if resume_from > state.stream_end:
+            raise api_error(
+                400,
+                "InvalidLastEventId",
+                f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
+                f"(its last event id is {state.stream_end - 1})",
+            )
+    window = RunWindow.of(state, run_id, resume_from)
+    workflow_id = workflow_id_for(thread_id, principal)
+    return sse_response(run_event_frames(client, settings, workflow_id, run_id, window))
+
+
+@router.post(
+    "/{threadId}/cancel",
+    response_model=CancelOut,
+    responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
+)
+async def post_cancel(
+    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
+) -> CancelOut:
+    """Stop the thread's run in progress, and say how it ended.
+
+    The turn stops at the agent's next safe point (the history stays valid) and the run's
+    stream ends with ``RUN_FINISHED`` outcome ``cancelled``; frontend calls or approvals
+    that turn had emitted are closed with an explicit "cancelled" result. ``outcome``:
+    ``cancelled``; ``finished`` when the cancel came after the turn's last model call (the
+    run completed as it would have); ``pending`` when a tool is still running after
+    10 s (the run stops once it returns; its stream shows the outcome).
+    """
+    accepted = await cancel_run(client, thread_id, principal)
+    return CancelOut(run_id=accepted.run_id, outcome=accepted.outcome)

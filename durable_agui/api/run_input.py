@@ -1,0 +1,66 @@
+"""From an AG-UI ``RunAgentInput`` to the ``RunRequest`` the thread workflow takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
+
+from durable_agui.core.contract import FrontendTool, ResumeAnswer, RunRequest, ToolResult, UserInput
+
+
+def content_json(content: Any) -> str | list[dict[str, Any]]:
+    """AG-UI content (text, or content part models) as the contract carries it."""
+    if isinstance(content, str):
+        return content
+    return [part.model_dump(mode="json", by_alias=True, exclude_none=True) for part in content]
+
+
+def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
+    """The new input of a run: what follows the last assistant message of the transcript.
+
+    AG-UI clients re-send the whole conversation on every run. Only its tail is new: the
+    ``role:"tool"`` messages (answers to frontend calls, by wire id) and ``role:"user"``
+    messages after the last assistant message. ``resume`` entries answer approval
+    interrupts (AG-UI 1.0). The workflow then drops user messages whose
+    id it already took in, so a re-sent transcript causes no second turn.
+    """
+    tail_start = 0
+    for position, message in enumerate(run_input.messages):
+        if message.role == "assistant":
+            tail_start = position + 1
+    user_messages: list[UserInput] = []
+    tool_results: list[ToolResult] = []
+    for message in run_input.messages[tail_start:]:
+        if isinstance(message, UserMessage):
+            user_messages.append(
+                UserInput(message_id=message.id, content=content_json(message.content))
+            )
+        elif isinstance(message, ToolMessage):
+            tool_results.append(
+                ToolResult(
+                    tool_call_id=message.tool_call_id,
+                    content=content_json(message.content),
+                    error=message.error,
+                )
+            )
+    return RunRequest(
+        run_id=run_input.run_id,
+        agent=agent,
+        user_messages=user_messages,
+        tool_results=tool_results,
+        resume=[
+            ResumeAnswer(
+                interrupt_id=entry.interrupt_id, status=entry.status, payload=entry.payload
+            )
+            for entry in run_input.resume or []
+        ],
+        frontend_tools=[
+            FrontendTool(
+                name=tool.name,
+                description=tool.description,
+                parameters=tool.parameters if isinstance(tool.parameters, dict) else None,
+            )
+            for tool in run_input.tools or []
+        ],
+    )

@@ -1,0 +1,222 @@
+"""The API's calls into thread workflows, with refusals translated to HTTP errors.
+
+By name only (``submit_run``, ``submit_tool_results``, ``cancel_run``, ``read_thread``): the
+API does not import the workflow. Every call carries the caller's principal, which both
+picks the thread (``workflow_id_for``: each principal has its own thread ids) and is checked
+by the workflow's validators; no read precedes an update. A thread that is continuing as new
+refuses for a moment (``ThreadRollingOver``): the request is sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
+)
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_agui.api.errors import api_error, from_temporal_error, thread_not_found
+from durable_agui.core.contract import (
+    AGENT_NAME,
+    PENDING_TOOL_CALLS,
+    THREAD_LAST_ACTIVITY,
+    THREAD_STATUS,
+    CancelAccepted,
+    CancelRequest,
+    ErrorType,
+    RunAccepted,
+    RunRequest,
+    ThreadInput,
+    ThreadState,
+    ThreadStatus,
+    ToolResultsAccepted,
+    ToolResultsRequest,
+    session_id_for,
+    workflow_id_for,
+)
+from durable_agui.core.event_log import READ_TIMEOUT, read_thread
+from durable_agui.core.settings import Settings
+
+WORKFLOW_TYPE = "AgentThreadWorkflow"
+ROLLOVER_RETRIES = 25
+ROLLOVER_PAUSE = timedelta(milliseconds=200)
+CANCEL_WAIT = timedelta(seconds=10)
+"""How long ``POST /cancel`` waits for the run to reach its next safe point."""
+
+T = TypeVar("T")
+
+
+async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
+    """``send()``, again while the thread rolls over; Temporal errors as HTTP errors."""
+    for _ in range(ROLLOVER_RETRIES):
+        try:
+            return await send()
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == ErrorType.ROLLING_OVER:
+                await asyncio.sleep(ROLLOVER_PAUSE.total_seconds())
+                continue
+            raise from_temporal_error(err, thread_id) from err
+        except (RPCError, ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+            raise from_temporal_error(err, thread_id) from err
+    raise api_error(429, ErrorType.ROLLING_OVER, "the thread is busy continuing as new; retry")
+
+
+def _digest(request: RunRequest) -> str:
+    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
+
+
+async def submit_run(
+    client: Client, settings: Settings, thread_id: str, request: RunRequest
+) -> RunAccepted:
+    """Hand a run to its thread, creating the thread on its first run (update-with-start).
+
+    A run that carries answers (tool results, resume entries) only makes sense for a thread
+    that exists: it is sent without start, so that a refused first run creates nothing.
+    The update id is the ``runId`` and the body's digest: a client that retries the same
+    POST gets the same run. Raises ``HTTPException`` (409, 404, 429, 413, 503).
+    """
+    request = request.model_copy(update={"digest": _digest(request)})
+    workflow_id = workflow_id_for(thread_id, request.principal)
+    update_id = f"run-{request.run_id}-{request.digest}"
+    if request.tool_results or request.resume:
+        handle = client.get_workflow_handle(workflow_id)
+
+        async def answer() -> RunAccepted:
+            try:
+                return await handle.execute_update(
+                    "submit_run", request, id=update_id, result_type=RunAccepted
+                )
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                unknown = (
+                    request.tool_results[0].tool_call_id
+                    if request.tool_results
+                    else request.resume[0].interrupt_id
+                )
+                raise api_error(
+                    409,
+                    ErrorType.UNKNOWN_TOOL_CALL,
+                    f"{unknown[:80]!r} is not a pending call of thread {thread_id!r} "
+                    "(the thread has no run yet)",
+                ) from None
+
+        return await _call(thread_id, answer)
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        WORKFLOW_TYPE,
+        ThreadInput(
+            thread_id=thread_id,
+            session_id=session_id_for(thread_id, request.principal),
+            agent=request.agent,
+            owner=request.principal,
+            answer_timeout_s=settings.answer_timeout_s,
+            turns_per_workflow_run=settings.turns_per_workflow_run,
+            search_attributes=settings.search_attributes,
+        ),
+        id=workflow_id,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        task_queue=settings.task_queue,
+        search_attributes=TypedSearchAttributes(
+            [
+                SearchAttributePair(THREAD_STATUS, ThreadStatus.IDLE.value),
+                SearchAttributePair(AGENT_NAME, request.agent),
+                SearchAttributePair(PENDING_TOOL_CALLS, 0),
+                SearchAttributePair(THREAD_LAST_ACTIVITY, datetime.now(UTC)),
+            ]
+        )
+        if settings.search_attributes
+        else None,
+        static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
+    )
+
+    async def send() -> RunAccepted:
+        return await client.execute_update_with_start_workflow(
+            "submit_run",
+            request,
+            start_workflow_operation=start,
+            id=update_id,
+            result_type=RunAccepted,
+        )
+
+    return await _call(thread_id, send)
+
+
+async def submit_tool_results(
+    client: Client, thread_id: str, request: ToolResultsRequest
+) -> ToolResultsAccepted:
+    """Answers by REST; 404 for a thread ``request.principal`` has not (or that is gone)."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
+    return await _call(
+        thread_id,
+        lambda: handle.execute_update(
+            "submit_tool_results", request, result_type=ToolResultsAccepted
+        ),
+    )
+
+
+async def cancel_run(client: Client, thread_id: str, principal: str) -> CancelAccepted:
+    """Ask the run in progress to stop, and wait (up to ``CANCEL_WAIT``) for its outcome:
+    ``cancelled``, ``finished`` (the cancel came after its last model call), or
+    ``pending`` (a tool is still running; the run's stream shows the outcome)."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
+    update = await _call(
+        thread_id,
+        lambda: handle.start_update(
+            "cancel_run",
+            CancelRequest(principal=principal),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            result_type=CancelAccepted,
+        ),
+    )
+    try:
+        return await update.result(rpc_timeout=CANCEL_WAIT)
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        state = await thread_state(client, thread_id, principal)
+        return CancelAccepted(run_id=state.current_run_id or "", outcome="pending")
+    except (WorkflowUpdateFailedError, RPCError) as err:
+        raise from_temporal_error(err, thread_id) from err
+
+
+async def thread_state(client: Client, thread_id: str, principal: str) -> ThreadState:
+    """The thread's bookkeeping, read without a query (``read_thread``); 404 for a thread
+    ``principal`` has not."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
+    for _ in range(ROLLOVER_RETRIES):
+        try:
+            return await read_thread(handle, principal)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND and await _is_running(client, handle.id):
+                # The read met the end of a run that continued as new: read the new one.
+                await asyncio.sleep(ROLLOVER_PAUSE.total_seconds())
+                continue
+            raise from_temporal_error(err, thread_id) from err
+        except (ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+            raise from_temporal_error(err, thread_id) from err
+    raise thread_not_found(thread_id)
+
+
+async def _is_running(client: Client, workflow_id: str) -> bool:
+    try:
+        description = await client.get_workflow_handle(workflow_id).describe(
+            rpc_timeout=READ_TIMEOUT
+        )
+    except RPCError:
+        return False
+    return description.status == WorkflowExecutionStatus.RUNNING

@@ -1,0 +1,141 @@
+"""``durable-agui threads`` and ``durable-agui thread ID``: threads as Temporal sees them.
+
+Read-only: nothing here writes to Temporal or to the session store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from temporalio.client import Client
+
+from durable_agui.api.transcript import to_agui_messages
+from durable_agui.core.contract import (
+    AGENT_NAME,
+    ANONYMOUS,
+    PENDING_TOOL_CALLS,
+    THREAD_ID_PATTERN,
+    THREAD_LAST_ACTIVITY,
+    THREAD_STATUS,
+    WORKFLOW_ID_PREFIX,
+    workflow_id_for,
+)
+from durable_agui.core.event_log import read_thread
+from durable_agui.core.settings import Settings
+from durable_agui.core.temporal import connect
+from durable_agui.sessions import session_store
+
+
+class ThreadNotInStore(RuntimeError):
+    """The thread exists in Temporal, but the session store read has no session for it."""
+
+
+def visibility_query(status: str | None, agent: str | None) -> str:
+    """The Temporal list filter for running threads, by status and agent.
+
+    Raises:
+        ValueError: for an agent name that is not a plain name (it goes into the query).
+    """
+    if agent is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", agent):
+        raise ValueError(f"not an agent name: {agent!r}")
+    clauses = ["WorkflowType = 'AgentThreadWorkflow'", "ExecutionStatus = 'Running'"]
+    if status:
+        clauses.append(f"ThreadStatus = '{status}'")
+    if agent:
+        clauses.append(f"AgentName = '{agent}'")
+    return " AND ".join(clauses)
+
+
+async def list_threads(client: Client, status: str | None, agent: str | None) -> list[str]:
+    """One line per thread: id, status, agent, pending calls, last activity (UTC). Threads
+    of a principal (authentication on) show as ``<threadId>.<principal digest>``."""
+    lines = [f"{'THREAD':<32} {'STATUS':<22} {'AGENT':<12} {'PENDING':>7}  LAST ACTIVITY"]
+    async for execution in client.list_workflows(visibility_query(status, agent)):
+        attributes = execution.typed_search_attributes
+        last = attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time
+        lines.append(
+            f"{execution.id.removeprefix(WORKFLOW_ID_PREFIX):<32} "
+            f"{attributes.get(THREAD_STATUS) or '?':<22} "
+            f"{attributes.get(AGENT_NAME) or '?':<12} "
+            f"{attributes.get(PENDING_TOOL_CALLS) or 0:>7}  "
+            f"{last:%Y-%m-%d %H:%M:%S}"
+        )
+    return lines
+
+
+def store_location(settings: Settings) -> str:
+    """Where the configured session store is, for messages (no password)."""
+    from sqlalchemy.engine import make_url
+
+    if settings.session_store == "postgres":
+        url = make_url(settings.postgres_url or "").render_as_string(hide_password=True)
+        return f"postgres {url}"
+    if settings.session_store == "s3":
+        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
+    return str(settings.sessions_dir)
+
+
+async def show_thread(
+    client: Client, settings: Settings, thread_id: str, principal: str = ANONYMOUS
+) -> list[str]:
+    """The thread's state and its persisted transcript (AG-UI messages, wire ids).
+
+    Raises:
+        ThreadNotInStore: the store read (``settings``) holds no session for the thread.
+        temporalio.service.RPCError: no such thread in Temporal.
+    """
+    workflow_id = workflow_id_for(thread_id, principal)
+    state = await read_thread(client.get_workflow_handle(workflow_id), None)
+    store = session_store(settings)
+    if state.message_count and not await asyncio.to_thread(store.has_session, state.session_id):
+        raise ThreadNotInStore(
+            f"thread {thread_id!r} has no session in the session store at "
+            f"{store_location(settings)}: give the stack's --data-dir (or store settings)"
+        )
+    stored = await asyncio.to_thread(store.read_messages, state.session_id)
+    messages = to_agui_messages(
+        stored,
+        {native: wire for wire, native in state.tool_call_ids.items()},
+        {call.native_id for call in state.pending_tool_calls},
+    )
+    lines = [
+        f"thread    {thread_id}",
+        f"agent     {state.agent}",
+        f"status    {state.status.value}",
+        f"turns     {state.turns}",
+        f"workflow  {settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
+        f"/workflows/{workflow_id}",
+    ]
+    for call in state.pending_tool_calls:
+        answered = "answered" if call.result else "waiting"
+        lines.append(
+            f"pending   {call.wire_id} {call.tool_name} {json.dumps(call.args)} ({answered}, expires {call.expires_at:%Y-%m-%d %H:%M})"
+        )
+    for interrupt in state.interrupts:
+        lines.append(
+            f"approval  {interrupt.interrupt_id} {interrupt.tool_name}: {interrupt.message}"
+        )
+    lines.append("transcript")
+    for message in messages:
+        lines.append(f"  {message.model_dump_json(by_alias=True, exclude_none=True)}")
+    return lines
+
+
+async def run_inspect(
+    settings: Settings,
+    thread_id: str | None,
+    status: str | None,
+    agent: str | None,
+    principal: str = ANONYMOUS,
+) -> None:
+    if thread_id is not None and not THREAD_ID_PATTERN.fullmatch(thread_id):
+        raise ValueError(f"not a thread id: {thread_id!r}")
+    client = await connect(settings)
+    lines = (
+        await show_thread(client, settings, thread_id, principal)
+        if thread_id
+        else await list_threads(client, status, agent)
+    )
+    print("\n".join(lines))

@@ -1,0 +1,133 @@
+"""Configuration, read from ``DURABLE_AGUI_*`` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting the API, the worker and the CLI read.
+
+    Each field is also the environment variable ``DURABLE_AGUI_<FIELD>``, for example
+    ``DURABLE_AGUI_TEMPORAL_ADDRESS=temporal:7233``.
+    """
+
+    # An empty variable counts as unset (compose passes ``${VAR:-}`` through as "").
+    model_config = SettingsConfigDict(
+        env_prefix="DURABLE_AGUI_", extra="ignore", env_ignore_empty=True
+    )
+
+    temporal_address: str = "127.0.0.1:7233"
+    """``host:port`` of the Temporal frontend."""
+    temporal_namespace: str = "default"
+    task_queue: str = "durable-agui"
+    temporal_ui_url: str = "http://127.0.0.1:8233"
+    """Base URL of the Temporal Web UI, used for links to a thread's workflow."""
+
+    data_dir: Path = Path("./data")
+    """Root of local state: ``sessions/`` (the ``file`` session store) and the dev server's
+    SQLite file."""
+
+    session_store: Literal["file", "postgres", "s3"] = "file"
+    """Where threads' messages live (``sessions/store.py``): ``file`` under ``data_dir``;
+    ``postgres`` at ``postgres_url``, for several workers and API replicas; ``s3`` in
+    ``s3_bucket`` (Strands ``S3SessionManager``). Workers and API must use the same one."""
+    postgres_url: str | None = None
+    """SQLAlchemy URL of the ``postgres`` store: ``postgresql+psycopg://user:pass@host:5432/db``."""
+    postgres_pool_size: int = Field(default=5, ge=1)
+    """Connections each process keeps to PostgreSQL (as many again may open under load)."""
+    postgres_timeout_ms: int = Field(default=3000, ge=100)
+    """Longest one session-store call may wait for a connection, a lock or a statement (ms).
+    Strands writes the session from the worker's event loop, so this must stay under the
+    activities' 5 s heartbeat timeout: a stalled database then fails one turn (retried), not
+    every turn on the worker."""
+    postgres_migrate: bool = True
+    """Bring the schema up to date on first use (Alembic, one process at a time). Set false
+    to run ``durable-agui migrate`` yourself, for example from a deploy job."""
+    s3_bucket: str | None = None
+    s3_prefix: str = ""
+    s3_region: str | None = None
+    s3_endpoint_url: str | None = None
+    """For S3-compatible servers (MinIO and the like); credentials come from the AWS chain
+    (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, profiles, instance roles)."""
+
+    model: str = "offline"
+    """Model provider: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,
+    ``openai:<model-id>`` (with ``OPENAI_BASE_URL`` for compatible servers) or
+    ``ollama:<model-id>`` (with ``OLLAMA_HOST``)."""
+    offline_first_chunk_delay_ms: float = 0.0
+    offline_chunk_delay_ms: float = 0.0
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+
+    auth: Literal["none", "api_key", "jwt"] = "none"
+    """``none`` only on a loopback ``api_host``; ``api_key``: ``Authorization: Bearer <key>``
+    (or ``X-API-Key``); ``jwt``: bearer JWTs, principal = ``sub``."""
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    """API key -> principal name, as JSON: ``DURABLE_AGUI_API_KEYS='{"k3y": "alice"}'``."""
+    jwt_key: str | None = None
+    """Shared secret (HS*) or PEM public key (RS*/ES*) that signs the JWTs."""
+    jwt_jwks_url: str | None = None
+    """Where to fetch the signing keys instead (a JWKS document), cached for 5 minutes."""
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    codec_principals: list[str] = Field(default_factory=list)
+    """Principals allowed to use ``/codec`` (it decrypts every thread's payloads: the
+    Temporal UI's operators), as JSON: ``'["ops"]'``. Unused with ``auth=none``."""
+
+    max_request_bytes: int = Field(default=1_000_000, ge=10_000, le=1_500_000)
+    """Largest request body the API takes (413 above). A run's new input travels through
+    Temporal history, whose payloads must stay under about 2 MB (hence at most 1.5 MB)."""
+
+    max_messages_per_run: int = 1000
+    """Messages one RunAgentInput may carry (its whole transcript); 413 above."""
+    max_tools_per_run: int = 128
+    """Frontend tools one run may declare; 413 above."""
+    max_tools_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
+    """UTF-8 bytes of one run's tool declarations (names, descriptions, schemas); the thread
+    keeps the last ones, so they count toward its bounded state; 413 above."""
+    max_tool_result_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
+    """Largest single tool result (UTF-8 bytes of its content and error); 413 above."""
+
+    answer_timeout_s: float = 24 * 3600
+    """How long a frontend call or approval waits for its answer before it is closed with an
+    explicit "no answer" result (seconds). Applies to threads started afterwards."""
+
+    turns_per_workflow_run: int = 100
+    """A thread continues as new (a fresh workflow history) after this many turns, at its
+    next idle moment; it also does whenever Temporal suggests it."""
+
+    search_attributes: bool = True
+    """Threads keep the ``ThreadStatus``, ``AgentName`` and ``PendingToolCalls`` search
+    attributes current. ``durable-agui dev`` registers them; on another server register
+    them first (``temporal operator search-attribute create``) or set this to false."""
+
+    payload_encryption_key: str | None = None
+    """Base64 of 32 random bytes (``python -c "from durable_agui.core.codec import new_key;
+    print(new_key())"``): Temporal then stores every payload encrypted (AES-256-GCM), and
+    the API serves ``/codec`` for the Temporal UI. Workers and API need the same key."""
+
+    max_cached_workflows: int = 1000
+    """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
+
+    stream_batch_interval_ms: int = 50
+    """How long an activity buffers AG-UI events before publishing them to the workflow."""
+    stream_poll_cooldown_ms: int = 20
+    """Pause between two stream polls of one SSE subscriber when it is caught up."""
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.data_dir / "sessions"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (read once from the environment)."""
+    return Settings()

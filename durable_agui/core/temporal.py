@@ -1,0 +1,30 @@
+"""Connecting to Temporal: one client shape for the API, the workers and the tools."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.service import RetryConfig
+
+from durable_agui.core.codec import data_converter_for
+from durable_agui.core.settings import Settings
+
+API_RETRY = RetryConfig(max_elapsed_time_millis=3000, max_retries=6)
+"""The API's calls give up after 3 s of retries (the worker's keep the SDK's 10 s): a thread
+whose update slots are all taken, or a Temporal server that is away, is answered with 429
+or 503 and ``Retry-After`` instead of an HTTP request that hangs."""
+
+
+async def connect(settings: Settings, retry_config: RetryConfig | None = None) -> Client:
+    """A Temporal client with the pydantic data converter (and the encryption codec when a
+    key is configured): the same on every side. ``retry_config``: ``API_RETRY`` for the
+    API; ``None`` keeps the SDK's.
+
+    Raises:
+        RuntimeError: Temporal cannot be reached (the SDK's connection error).
+    """
+    return await Client.connect(
+        settings.temporal_address,
+        namespace=settings.temporal_namespace,
+        data_converter=data_converter_for(settings),
+        retry_config=retry_config,
+    )

@@ -1,0 +1,363 @@
+"""A Strands ``SessionRepository`` on PostgreSQL (SQLAlchemy Core, psycopg 3, Alembic).
+
+Why our own: the SQL session packages on PyPI (``strands-session-sql`` 0.2.0 and its two
+aliases) keep everything in one key/value table, emulate upsert with update-then-insert
+(two writers can both insert), create tables on every construction and ship no migrations
+or tests. This one has a table per Strands record, atomic ``INSERT … ON CONFLICT`` writes,
+row locks on update, and a versioned schema (``sessions/migrations``).
+
+Tables (schema version in ``durable_agui_schema_version``):
+
+- ``strands_session (session_id PK, data)``
+- ``strands_agent (session_id, agent_id, data)``, PK ``(session_id, agent_id)``
+- ``strands_message (session_id, agent_id, message_id, data)``, PK ``(session_id, agent_id,
+  message_id)``
+
+``data`` is the record's Strands ``to_dict()`` as JSON text (bytes base64-encoded by
+Strands), so any string a model or client sends is stored, NUL characters included, which
+``jsonb`` would refuse. Operators can still query it with ``data::json``.
+
+Differences from ``FileSessionManager``, both deliberate: ``create_session`` on an existing
+id returns the stored session instead of raising (an API replica and a worker may open a new
+thread at the same moment), and ``list_messages`` of an unknown agent is empty.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    DateTime,
+    Engine,
+    ForeignKeyConstraint,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    func,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.engine import make_url
+from strands.session.session_repository import SessionRepository
+from strands.types.exceptions import SessionException
+from strands.types.session import Session, SessionAgent, SessionMessage
+
+from durable_agui.core.contract import AGENT_ID
+from durable_agui.sessions.store import SessionStore
+
+metadata = MetaData()
+
+session_table = Table(
+    "strands_session",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+agent_table = Table(
+    "strands_agent",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("agent_id", Text, primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    ForeignKeyConstraint(["session_id"], ["strands_session.session_id"], ondelete="CASCADE"),
+)
+
+message_table = Table(
+    "strands_message",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("agent_id", Text, primary_key=True),
+    Column("message_id", Integer, primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    ForeignKeyConstraint(
+        ["session_id", "agent_id"],
+        ["strands_agent.session_id", "strands_agent.agent_id"],
+        ondelete="CASCADE",
+    ),
+)
+
+VERSION_TABLE = "durable_agui_schema_version"
+_MIGRATION_LOCK = 0x64_75_72_61  # pg_advisory_xact_lock key: one migrator at a time
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"))
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Bring the database to the newest schema (Alembic ``upgrade head``).
+
+    Safe to run from several processes at once: they take turns on an advisory lock, and
+    the later ones find nothing to do.
+    """
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with engine.begin() as connection:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+class PostgresSessionRepository(SessionRepository):
+    """Strands ``SessionRepository`` over an SQLAlchemy ``engine`` (thread-safe; each call is
+    one transaction). Raises ``SessionException`` where ``FileSessionManager`` does: updating
+    an agent or message that does not exist."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _rewrite(
+        self,
+        table: Table,
+        where: tuple[ColumnElement[bool], ...],
+        record: SessionAgent | SessionMessage,
+        missing: str,
+    ) -> None:
+        """Replace the row's record under a row lock, keeping its ``created_at``.
+
+        Raises:
+            SessionException: ``missing``, when no row matches.
+        """
+        with self.engine.begin() as connection:
+            previous = connection.scalar(select(table.c.data).where(*where).with_for_update())
+            if previous is None:
+                raise SessionException(missing)
+            record.created_at = json.loads(previous)["created_at"]
+            connection.execute(
+                update(table)
+                .where(*where)
+                .values(data=_dumps(record.to_dict()), updated_at=func.now())
+            )
+
+    def create_session(self, session: Session, **kwargs: Any) -> Session:
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(session_table)
+                .values(session_id=session.session_id, data=_dumps(session.to_dict()))
+                .on_conflict_do_nothing()
+            )
+        stored = self.read_session(session.session_id)
+        return stored if stored is not None else session
+
+    def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
+        with self.engine.connect() as connection:
+            data = connection.scalar(
+                select(session_table.c.data).where(session_table.c.session_id == session_id)
+            )
+        return None if data is None else Session.from_dict(json.loads(data))
+
+    def delete_session(self, session_id: str, **kwargs: Any) -> None:
+        """Delete the session with its agents and messages (cascade)."""
+        with self.engine.begin() as connection:
+            deleted = connection.execute(
+                delete(session_table).where(session_table.c.session_id == session_id)
+            )
+        if deleted.rowcount == 0:
+            raise SessionException(f"Session {session_id} does not exist")
+
+    def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        data = _dumps(session_agent.to_dict())
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(agent_table)
+                .values(session_id=session_id, agent_id=session_agent.agent_id, data=data)
+                .on_conflict_do_update(
+                    index_elements=["session_id", "agent_id"],
+                    set_={"data": data, "updated_at": func.now()},
+                )
+            )
+
+    def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
+        with self.engine.connect() as connection:
+            data = connection.scalar(
+                select(agent_table.c.data).where(
+                    agent_table.c.session_id == session_id, agent_table.c.agent_id == agent_id
+                )
+            )
+        return None if data is None else SessionAgent.from_dict(json.loads(data))
+
+    def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        where = (
+            agent_table.c.session_id == session_id,
+            agent_table.c.agent_id == session_agent.agent_id,
+        )
+        missing = f"Agent {session_agent.agent_id} in session {session_id} does not exist"
+        self._rewrite(agent_table, where, session_agent, missing)
+
+    def create_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        data = _dumps(session_message.to_dict())
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(message_table)
+                .values(
+                    session_id=session_id,
+                    agent_id=agent_id,
+                    message_id=session_message.message_id,
+                    data=data,
+                )
+                .on_conflict_do_update(
+                    index_elements=["session_id", "agent_id", "message_id"],
+                    set_={"data": data, "updated_at": func.now()},
+                )
+            )
+
+    def read_message(
+        self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
+    ) -> SessionMessage | None:
+        with self.engine.connect() as connection:
+            data = connection.scalar(
+                select(message_table.c.data).where(
+                    message_table.c.session_id == session_id,
+                    message_table.c.agent_id == agent_id,
+                    message_table.c.message_id == message_id,
+                )
+            )
+        return None if data is None else SessionMessage.from_dict(json.loads(data))
+
+    def update_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        where = (
+            message_table.c.session_id == session_id,
+            message_table.c.agent_id == agent_id,
+            message_table.c.message_id == session_message.message_id,
+        )
+        missing = f"Message {session_message.message_id} does not exist"
+        self._rewrite(message_table, where, session_message, missing)
+
+    def list_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        limit: int | None = None,
+        offset: int = 0,
+        **kwargs: Any,
+    ) -> list[SessionMessage]:
+        query = (
+            select(message_table.c.data)
+            .where(message_table.c.session_id == session_id, message_table.c.agent_id == agent_id)
+            .order_by(message_table.c.message_id)
+            .offset(offset)
+            .limit(limit)
+        )
+        with self.engine.connect() as connection:
+            rows = connection.scalars(query).all()
+        return [SessionMessage.from_dict(json.loads(data)) for data in rows]
+
+    def count_messages(self, session_id: str, agent_id: str) -> int:
+        with self.engine.connect() as connection:
+            count = connection.scalar(
+                select(func.count()).where(
+                    message_table.c.session_id == session_id, message_table.c.agent_id == agent_id
+                )
+            )
+        return int(count or 0)
+
+    def delete_messages_from(self, session_id: str, agent_id: str, keep: int) -> int:
+        """Delete messages ``keep`` and later in one transaction; returns how many."""
+        with self.engine.begin() as connection:
+            deleted = connection.execute(
+                delete(message_table).where(
+                    message_table.c.session_id == session_id,
+                    message_table.c.agent_id == agent_id,
+                    message_table.c.message_id >= keep,
+                )
+            )
+        return int(deleted.rowcount)
+
+
+class SchemaNotCurrent(RuntimeError):
+    """The database's schema is not the one this version needs (run ``durable-agui migrate``)."""
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise ``SchemaNotCurrent`` unless the database is at the newest migration."""
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    with engine.connect() as connection:
+        current = MigrationContext.configure(
+            connection, opts={"version_table": VERSION_TABLE}
+        ).get_current_revision()
+    if current != head:
+        raise SchemaNotCurrent(
+            f"the session store's schema is at {current or 'nothing'}, this version needs "
+            f"{head}: run `durable-agui migrate` (or set DURABLE_AGUI_POSTGRES_MIGRATE=true)"
+        )
+
+
+class PostgresSessionStore(SessionStore):
+    """Sessions in PostgreSQL at ``url`` (``postgresql+psycopg://user:pass@host:5432/db``).
+
+    Connects lazily; the first use runs the migrations when ``migrate`` is true. Every call
+    is bounded by ``timeout_ms``: waiting for a pooled connection, connecting (whole
+    seconds, at least 2), and each statement and lock wait (``statement_timeout``,
+    ``lock_timeout``).
+    """
+
+    def __init__(
+        self, url: str, pool_size: int = 5, migrate: bool = True, timeout_ms: int = 3000
+    ) -> None:
+        engine_url = make_url(url)
+        if engine_url.drivername in ("postgresql", "postgres"):
+            engine_url = engine_url.set(drivername="postgresql+psycopg")
+        self.engine = create_engine(
+            engine_url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            pool_timeout=timeout_ms / 1000,
+            connect_args={
+                "connect_timeout": max(2, round(timeout_ms / 1000)),
+                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            },
+        )
+        self._repository = PostgresSessionRepository(self.engine)
+        self._migrate = migrate
+
+    def _ready(self) -> PostgresSessionRepository:
+        if self._migrate:
+            upgrade_schema(self.engine)
+            self._migrate = False
+        return self._repository
+
+    def prepare(self) -> None:
+        """Connect, and migrate (``migrate``) or check the schema is current (otherwise).
+
+        Raises:
+            SchemaNotCurrent: ``migrate`` is off and the schema is behind (or ahead).
+            sqlalchemy.exc.OperationalError: the database cannot be reached.
+        """
+        self._ready()
+        check_schema(self.engine)
+
+    def repository(self) -> SessionRepository:
+        return self._ready()
+
+    def truncate_messages(self, thread_id: str, keep: int) -> int:
+        return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,351 @@
+"""Where threads' messages live: the session store, chosen by configuration.
+
+A thread's session id is its AG-UI ``threadId``; its one agent has ``agent_id`` "default".
+Three stores (``DURABLE_AGUI_SESSION_STORE``):
+
+- ``file`` (default): Strands ``FileSessionManager`` under ``<data-dir>/sessions``, messages
+  at ``session_<threadId>/agents/agent_default/messages/message_<n>.json``. One machine, or
+  a shared volume.
+- ``postgres``: ``sessions.postgres.PostgresSessionRepository`` (SQLAlchemy, Alembic
+  migrations) for several workers and API replicas.
+- ``s3``: Strands ``S3SessionManager`` (AWS S3 or an S3-compatible server such as MinIO).
+
+Strands' ``SessionRepository`` can create, read and update but not delete, and a retried
+turn must first cut away what its failed attempt wrote; so each store here also counts and
+truncates a thread's messages, in its own layout.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlalchemy.exc import SQLAlchemyError
+from strands.session.file_session_manager import FileSessionManager
+from strands.session.repository_session_manager import RepositorySessionManager
+from strands.session.s3_session_manager import S3SessionManager
+from strands.session.session_repository import SessionRepository
+from strands.types.exceptions import SessionException
+from strands.types.session import Session, SessionAgent, SessionMessage
+
+from durable_agui.core.contract import AGENT_ID
+
+if TYPE_CHECKING:
+    from durable_agui.core.settings import Settings
+
+T = TypeVar("T")
+
+PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
+"""Result persisted for a frontend call until the client's answer replaces it.
+
+Never streamed, never listed, never read by the model: the turn ends before the next model
+call, and ``reconcile_session`` replaces it before the thread continues.
+"""
+
+STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
+"""What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a
+call: the API answers 503 ``SessionStoreUnavailable``, the activities fail (and retry) with
+that type, and neither passes the driver's text (hosts, ports) to clients."""
+
+_UNREADABLE = (ValueError, KeyError, TypeError)
+"""What reading a stored record that does not parse raises (``json.JSONDecodeError`` is a
+``ValueError``; ``SessionMessage.from_dict`` raises ``KeyError``/``TypeError``)."""
+
+
+class SessionStoreInconsistent(Exception):
+    """The session store does not hold what the thread recorded: a message is missing, or a
+    stored record does not parse. The message names the thread and the message index, never
+    a path; nothing may be cut or written until the store is repaired."""
+
+
+class CheckedRepository(SessionRepository):
+    """A ``SessionRepository`` that turns stored records that do not parse into
+    ``SessionStoreInconsistent`` (Strands would raise ``json.JSONDecodeError`` or
+    ``KeyError`` from deep inside an agent's construction). Writes pass through."""
+
+    def __init__(self, inner: SessionRepository) -> None:
+        self.inner = inner
+
+    def _read(self, session_id: str, what: str, read: Callable[[], T]) -> T:
+        try:
+            return read()
+        except _UNREADABLE as err:
+            raise SessionStoreInconsistent(
+                f"the session of thread {session_id!r} holds {what} that does not parse"
+            ) from err
+
+    def create_session(self, session: Session, **kwargs: Any) -> Session:
+        return self.inner.create_session(session, **kwargs)
+
+    def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
+        return self._read(
+            session_id, "a session record", lambda: self.inner.read_session(session_id, **kwargs)
+        )
+
+    def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        self.inner.create_agent(session_id, session_agent, **kwargs)
+
+    def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
+        return self._read(
+            session_id,
+            "an agent record",
+            lambda: self.inner.read_agent(session_id, agent_id, **kwargs),
+        )
+
+    def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        self.inner.update_agent(session_id, session_agent, **kwargs)
+
+    def create_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        self.inner.create_message(session_id, agent_id, session_message, **kwargs)
+
+    def read_message(
+        self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
+    ) -> SessionMessage | None:
+        return self._read(
+            session_id,
+            f"message {message_id}",
+            lambda: self.inner.read_message(session_id, agent_id, message_id, **kwargs),
+        )
+
+    def update_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        self.inner.update_message(session_id, agent_id, session_message, **kwargs)
+
+    def list_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        limit: int | None = None,
+        offset: int = 0,
+        **kwargs: Any,
+    ) -> list[SessionMessage]:
+        return self._read(
+            session_id,
+            "a message",
+            lambda: self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs),
+        )
+
+
+class SessionStore(ABC):
+    """A thread's Strands session, plus the checks and the cut that ``SessionRepository``
+    lacks.
+
+    Message indices of a thread's agent are contiguous from 0 in every store; a store whose
+    indices are not (a message file moved away) is inconsistent, and every method that reads
+    messages says so (``SessionStoreInconsistent``) instead of serving a history with a gap.
+    """
+
+    @abstractmethod
+    def repository(self) -> SessionRepository:
+        """The store's ``SessionRepository``, unwrapped. Reading through it creates nothing."""
+
+    def open(self, thread_id: str) -> RepositorySessionManager:
+        """The Strands session manager of ``thread_id`` (its repository is checked: a stored
+        record that does not parse raises ``SessionStoreInconsistent``). Creates the session
+        record on first use.
+
+        Raises:
+            ValueError: for an id the store refuses (path separators in ``file`` and ``s3``).
+        """
+        return RepositorySessionManager(
+            session_id=thread_id, session_repository=CheckedRepository(self.repository())
+        )
+
+    def has_session(self, thread_id: str) -> bool:
+        """Whether the store holds a session for ``thread_id`` (read-only)."""
+        return CheckedRepository(self.repository()).read_session(thread_id) is not None
+
+    def read_messages(self, thread_id: str, offset: int = 0) -> list[SessionMessage]:
+        """The thread's stored messages from index ``offset``, oldest first, read-only (empty
+        for a thread whose session or agent does not exist yet).
+
+        Raises:
+            SessionStoreInconsistent: a message does not parse, or the indices have a gap.
+        """
+        repository = CheckedRepository(self.repository())
+        try:
+            messages = repository.list_messages(thread_id, AGENT_ID, offset=offset)
+        except SessionException:  # no agent record yet: the first turn writes it
+            return []
+        for position, message in enumerate(messages, start=offset):
+            if message.message_id != position:
+                raise SessionStoreInconsistent(
+                    f"the session of thread {thread_id!r} is missing message {position} "
+                    f"(it holds message {message.message_id} in its place)"
+                )
+        return messages
+
+    def verified_count(self, thread_id: str, recorded: int | None) -> int:
+        """How many messages the thread's session holds, checked against ``recorded``, the
+        count the thread recorded after its last turn (``None``: nothing recorded yet, every
+        index is checked).
+
+        More than ``recorded`` is a partial turn (a failed or retried attempt) the caller
+        cuts; fewer, or a gap below, is an inconsistent store.
+
+        Raises:
+            SessionStoreInconsistent: the store holds fewer messages than recorded, a gap,
+                or a message that does not parse.
+        """
+        if not recorded:
+            return len(self.read_messages(thread_id))
+        tail = self.read_messages(thread_id, offset=recorded - 1)
+        if not tail:
+            raise SessionStoreInconsistent(
+                f"the session of thread {thread_id!r} holds fewer than the {recorded} "
+                "messages the thread recorded"
+            )
+        return recorded - 1 + len(tail)
+
+    @abstractmethod
+    def truncate_messages(self, thread_id: str, keep: int) -> int:
+        """Delete messages ``keep`` and later; a crash midway leaves a prefix.
+
+        Returns how many messages were deleted.
+        """
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Check the store is reachable (and up to date) before serving; raises the store's
+        own error (``OSError``, SQLAlchemy ``OperationalError``, botocore ``ClientError``)."""
+
+
+class _FileRepository(FileSessionManager):
+    """``FileSessionManager``'s repository methods without a session of its own: reading a
+    thread through it never creates one (``FileSessionManager()`` would)."""
+
+    def __init__(self, storage_dir: str) -> None:
+        self.storage_dir = storage_dir
+
+
+class FileSessionStore(SessionStore):
+    """Strands ``FileSessionManager`` under ``sessions_dir``."""
+
+    def __init__(self, sessions_dir: Path) -> None:
+        self.sessions_dir = sessions_dir
+        self._repository = _FileRepository(str(sessions_dir))
+
+    def prepare(self) -> None:
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+
+    def repository(self) -> SessionRepository:
+        return self._repository
+
+    def message_path(self, thread_id: str, index: int) -> Path:
+        """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent."""
+        return Path(self._repository._get_message_path(thread_id, AGENT_ID, index))
+
+    def truncate_messages(self, thread_id: str, keep: int) -> int:
+        doomed = sorted(
+            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
+        )
+        for index in doomed:  # newest first
+            self.message_path(thread_id, index).unlink()
+        return len(doomed)
+
+
+class _S3Repository(S3SessionManager):
+    """``S3SessionManager``'s repository methods without a session of its own (its
+    constructor would create one): the same bucket, prefix and client."""
+
+    def __init__(
+        self, bucket: str, prefix: str, region: str | None, endpoint_url: str | None
+    ) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix
+        self.client = boto3.Session(region_name=region).client(
+            "s3", config=Config(user_agent_extra="strands-agents"), endpoint_url=endpoint_url
+        )
+
+
+class S3SessionStore(SessionStore):
+    """Strands ``S3SessionManager``: keys ``<prefix>/session_<threadId>/agents/agent_default/
+    messages/message_<n>.json`` in ``bucket`` (credentials from the usual AWS chain)."""
+
+    def __init__(
+        self, bucket: str, prefix: str, region: str | None, endpoint_url: str | None
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self._repository = _S3Repository(bucket, prefix, region, endpoint_url)
+
+    def prepare(self) -> None:
+        self._repository.client.head_bucket(Bucket=self.bucket)
+
+    def repository(self) -> SessionRepository:
+        return self._repository
+
+    def truncate_messages(self, thread_id: str, keep: int) -> int:
+        doomed = sorted(
+            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
+        )
+        for index in doomed:  # newest first
+            self._repository.client.delete_object(
+                Bucket=self.bucket,
+                Key=self._repository._get_message_path(thread_id, AGENT_ID, index),
+            )
+        return len(doomed)
+
+
+_stores: dict[tuple[object, ...], SessionStore] = {}
+_stores_lock = threading.Lock()
+
+
+def session_store(settings: Settings) -> SessionStore:
+    """The process's session store for ``settings`` (one per configuration, so a PostgreSQL
+    store shares one connection pool).
+
+    Raises:
+        ValueError: ``postgres`` without ``postgres_url``, or ``s3`` without ``s3_bucket``.
+    """
+    key: tuple[object, ...] = (
+        settings.session_store,
+        settings.sessions_dir,
+        settings.postgres_url,
+        settings.postgres_pool_size,
+        settings.postgres_migrate,
+        settings.postgres_timeout_ms,
+        settings.s3_bucket,
+        settings.s3_prefix,
+        settings.s3_region,
+        settings.s3_endpoint_url,
+    )
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _new_store(settings)
+            _stores[key] = store
+        return store
+
+
+def _new_store(settings: Settings) -> SessionStore:
+    if settings.session_store == "postgres":
+        if not settings.postgres_url:
+            raise ValueError("DURABLE_AGUI_SESSION_STORE=postgres needs DURABLE_AGUI_POSTGRES_URL")
+        from durable_agui.sessions.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(
+            settings.postgres_url,
+            pool_size=settings.postgres_pool_size,
+            migrate=settings.postgres_migrate,
+            timeout_ms=settings.postgres_timeout_ms,
+        )
+    if settings.session_store == "s3":
+        if not settings.s3_bucket:
+            raise ValueError("DURABLE_AGUI_SESSION_STORE=s3 needs DURABLE_AGUI_S3_BUCKET")
+        return S3SessionStore(
+            settings.s3_bucket, settings.s3_prefix, settings.s3_region, settings.s3_endpoint_url
+        )
+    return FileSessionStore(settings.sessions_dir)

@@ -1,0 +1,5 @@
+"""Workflow definitions: deterministic state machines, no I/O."""
+
+from durable_agui.workflows.thread import AgentThreadWorkflow
+
+__all__ = ["AgentThreadWorkflow"]
