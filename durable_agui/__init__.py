@@ -1,1 +1,87 @@
-"""Durable AG-UI threads for Strands agents, on Temporal: CLI, settings and the shared contract."""
+"""Durable AG-UI threads for Strands agents, on Temporal.
+
+Serve your own agents: declare them with ``AgentDefinition`` in a module of your own and
+name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), or embed:
+
+- ``create_app(settings, agents=...)``: the whole server, a FastAPI app;
+- ``create_router(settings, agents=...)``: the API's routes, for
+  ``app.include_router(router, prefix="/ai")`` in an app of your own;
+- ``build_worker(client, settings, agents=...)``: a worker hosting threads, or
+  ``thread_workflows()`` and ``thread_activities(settings, agents)`` to register on a
+  worker of your own (next to your own workflows, on ``settings.task_queue``);
+- ``connect(settings)``: a Temporal client with this package's data converter.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from durable_agui.agents import (
+        AgentDefinition,
+        AgentDefinitionError,
+        AgentFactory,
+        AgentRegistry,
+        AgentsNotLoaded,
+        ApprovalRule,
+        TurnContext,
+        load_agents,
+    )
+    from durable_agui.agents.offline_model import OfflineModel
+    from durable_agui.api.app import create_app, create_router
+    from durable_agui.api.limits import RequestBodyCheck
+    from durable_agui.core.settings import Settings, get_settings
+    from durable_agui.core.temporal import connect
+    from durable_agui.worker import build_worker, thread_activities, thread_workflows
+
+_PUBLIC = {
+    "AgentDefinition": "durable_agui.agents",
+    "AgentDefinitionError": "durable_agui.agents",
+    "AgentFactory": "durable_agui.agents",
+    "AgentRegistry": "durable_agui.agents",
+    "AgentsNotLoaded": "durable_agui.agents",
+    "ApprovalRule": "durable_agui.agents",
+    "TurnContext": "durable_agui.agents",
+    "load_agents": "durable_agui.agents",
+    "OfflineModel": "durable_agui.agents.offline_model",
+    "create_app": "durable_agui.api.app",
+    "create_router": "durable_agui.api.app",
+    "RequestBodyCheck": "durable_agui.api.limits",
+    "Settings": "durable_agui.core.settings",
+    "get_settings": "durable_agui.core.settings",
+    "connect": "durable_agui.core.temporal",
+    "build_worker": "durable_agui.worker",
+    "thread_activities": "durable_agui.worker",
+    "thread_workflows": "durable_agui.worker",
+}
+"""Where each public name lives. Imported on first use, so that importing one room of the
+package (the workflow imports ``durable_agui.core``) does not load all of them."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'durable_agui' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
+
+
+__all__ = [
+    "AgentDefinition",
+    "AgentDefinitionError",
+    "AgentFactory",
+    "AgentRegistry",
+    "AgentsNotLoaded",
+    "ApprovalRule",
+    "OfflineModel",
+    "RequestBodyCheck",
+    "Settings",
+    "TurnContext",
+    "build_worker",
+    "connect",
+    "create_app",
+    "create_router",
+    "get_settings",
+    "load_agents",
+    "thread_activities",
+    "thread_workflows",
+]

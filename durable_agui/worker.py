@@ -1,35 +1,75 @@
-"""The worker that hosts threads and their activities."""
+"""The worker that hosts threads and their activities, or the parts to register on a
+worker of your own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_agui.activities import ReconcileActivities, TurnActivities
-from durable_agui.core.settings import Settings
+from durable_agui.agents import AgentRegistry, load_agents
+from durable_agui.core.settings import Settings, get_settings
 from durable_agui.core.temporal import connect
 from durable_agui.workflows import AgentThreadWorkflow
 
 
-def build_worker(client: Client, settings: Settings, **options: Any) -> Worker:
-    """The worker for ``AgentThreadWorkflow``, ``run_turn`` and ``reconcile_session``.
+def thread_workflows() -> list[type]:
+    """The workflow classes a worker must register to host threads:
+    ``[AgentThreadWorkflow]``."""
+    return [AgentThreadWorkflow]
 
-    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``).
+
+def thread_activities(
+    settings: Settings | None = None, agents: AgentRegistry | None = None
+) -> list[Callable[..., Any]]:
+    """The activities a worker must register to host threads (``run_turn``,
+    ``reconcile_session``, ``count_session_messages``), bound to ``settings`` (default: the
+    environment's) and ``agents`` (default: ``load_agents(settings.agents)``).
+
+    Raises:
+        durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
-    turns = TurnActivities(settings)
+    settings = settings or get_settings()
+    agents = agents if agents is not None else load_agents(settings.agents)
+    turns = TurnActivities(settings, agents)
     reconcile = ReconcileActivities(settings)
+    return [turns.run_turn, reconcile.reconcile_session, reconcile.count_session_messages]
+
+
+def build_worker(
+    client: Client,
+    settings: Settings | None = None,
+    *,
+    agents: AgentRegistry | None = None,
+    **options: Any,
+) -> Worker:
+    """A worker on ``settings.task_queue`` hosting threads: ``thread_workflows()`` and
+    ``thread_activities(settings, agents)``.
+
+    ``client`` must use this package's data converter (``durable_agui.connect`` makes one);
+    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``).
+    To host threads on a worker of your own instead, add ``thread_workflows()`` and
+    ``thread_activities(...)`` to its ``workflows`` and ``activities``, on the task queue the
+    API sends threads to (``DURABLE_AGUI_TASK_QUEUE``).
+
+    Raises:
+        durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
+    """
+    settings = settings or get_settings()
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[AgentThreadWorkflow],
-        activities=[turns.run_turn, reconcile.reconcile_session, reconcile.count_session_messages],
+        workflows=thread_workflows(),
+        activities=thread_activities(settings, agents),
         **options,
     )
 
 
-async def run_worker(settings: Settings) -> None:
+async def run_worker(settings: Settings | None = None) -> None:
     """Run a worker until cancelled."""
+    settings = settings or get_settings()
     client = await connect(settings)
     await build_worker(client, settings).run()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from strands import Agent
-from strands.hooks import AfterToolsEvent
+from strands.hooks import AfterModelCallEvent, AfterToolsEvent
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
@@ -21,7 +22,7 @@ from durable_agui.activities.agui_events import TurnTranslator
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.store_errors import store_errors_as_application_errors
-from durable_agui.agents import AgentDefinition, get_agent
+from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -37,6 +38,7 @@ from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import (
     PLACEHOLDER_TEXT,
+    is_placeholder,
     session_store,
     tool_result_block,
     user_content_blocks,
@@ -79,6 +81,28 @@ def frontend_spec(tool: FrontendTool) -> ToolSpec:
     }
 
 
+def distinct_tool_use_ids(event: AfterModelCallEvent) -> None:
+    """Give each tool use of a model message its own ``toolUseId``, before the message is
+    stored and its tools run: some providers (local OpenAI-compatible servers among them)
+    reuse one id for parallel calls, and results are matched to calls by id. A repeated id
+    gets a suffix (``call_0`` then ``call_0_2``), within the 64 characters providers take."""
+    if event.stop_response is None:
+        return
+    seen: set[str] = set()
+    for block in event.stop_response.message.get("content", []):
+        tool_use = block.get("toolUse")
+        if tool_use is None:
+            continue
+        original = unique = str(tool_use["toolUseId"])
+        copy = 2
+        while unique in seen:
+            suffix = f"_{copy}"
+            unique = original[: 64 - len(suffix)] + suffix
+            copy += 1
+        seen.add(unique)
+        tool_use["toolUseId"] = unique
+
+
 def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
     """New user messages as one prompt (one user message keeps roles alternating)."""
     blocks: list[ContentBlock] = []
@@ -87,20 +111,68 @@ def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
     return blocks or None
 
 
-def _real_tools(definition: AgentDefinition) -> dict[str, AgentTool]:
-    return {tool.tool_name: tool for tool in definition.tools}
+@dataclass
+class TurnAgent:
+    """One turn's agent, built from its definition before the session is touched.
+
+    ``arguments``: the ``strands.Agent`` keyword arguments (model resolved, tools not
+    included); ``tools``: the backend tools by name (those named in ``approvals`` become
+    placeholders in the turn); ``other_tools``: tools Strands loads itself (paths, modules).
+    """
+
+    definition: AgentDefinition
+    arguments: dict[str, Any]
+    tools: dict[str, AgentTool]
+    other_tools: list[Any]
 
 
 class TurnActivities:
-    """Holds the settings ``run_turn`` needs (session store location, model choice)."""
+    """Holds what ``run_turn`` needs: the settings (session store, default model) and the
+    agents this worker serves."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, agents: AgentRegistry) -> None:
         self._settings = settings
+        self._agents = agents
+
+    def _build(self, turn: TurnInput) -> TurnAgent:
+        """The turn's agent from its definition (factory called, model resolved).
+
+        Raises:
+            ApplicationError: ``UnknownAgent`` for an agent this worker does not serve;
+                ``AgentBuildFailed`` when the factory or the model raises (neither retried:
+                nothing was persisted, and the thread takes its next run).
+        """
+        definition = self._agents.get(turn.agent)
+        if definition is None:
+            raise ApplicationError(
+                f"agent {turn.agent!r} is not served by this worker",
+                type=ErrorType.UNKNOWN_AGENT,
+                non_retryable=True,
+            )
+        context = TurnContext(thread_id=turn.thread_id, run_id=turn.run_id, agent=turn.agent)
+        try:
+            arguments = definition.agent_arguments(context)
+            arguments["model"] = build_model(self._settings, arguments.get("model"))
+        except Exception as err:
+            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
+            raise ApplicationError(
+                f"building agent {turn.agent!r} for this turn failed: {_one_line(err)}",
+                type=ErrorType.AGENT_BUILD_FAILED,
+                non_retryable=True,
+            ) from None
+        tools: dict[str, AgentTool] = {}
+        other: list[Any] = []
+        for tool in arguments.pop("tools", None) or []:
+            if isinstance(tool, AgentTool):
+                tools[tool.tool_name] = tool
+            else:
+                other.append(tool)
+        return TurnAgent(definition, arguments, tools, other)
 
     async def _run_approved(
         self,
         turn: TurnInput,
-        definition: AgentDefinition,
+        built: TurnAgent,
         session: RepositorySessionManager,
         events: RunEventPublisher,
         translator: TurnTranslator,
@@ -109,12 +181,12 @@ class TurnActivities:
 
         A call whose result is already real is not run again (retry safety).
         """
-        tools = _real_tools(definition)
+        tools = built.tools
         wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
         messages = await asyncio.to_thread(
             session.session_repository.list_messages, session.session_id, AGENT_ID
         )
-        runner = Agent(model=build_model(self._settings), tools=[], callback_handler=None)
+        runner = Agent(model=built.arguments["model"], tools=[], callback_handler=None)
         for message in messages:
             results: dict[str, ToolResult] = {}
             for block in message.message["content"]:
@@ -122,7 +194,7 @@ class TurnActivities:
                 call = wanted.get(result["toolUseId"]) if result else None
                 if call is None or result is None:
                     continue
-                if not any(b.get("text") == PLACEHOLDER_TEXT for b in result.get("content", [])):
+                if not is_placeholder(result):
                     if activity.info().attempt > 1:  # ran in an earlier attempt: tell again
                         events.publish(
                             translator.tool_result(call.wire_id, list(result["content"]))
@@ -151,7 +223,7 @@ class TurnActivities:
     async def _stream_turn(
         self,
         turn: TurnInput,
-        definition: AgentDefinition,
+        built: TurnAgent,
         tools: list[Any],
         session: RepositorySessionManager,
         events: RunEventPublisher,
@@ -159,16 +231,15 @@ class TurnActivities:
     ) -> str:
         """Run the approved calls, then the agent; returns Strands' stop reason."""
         if turn.approved:
-            await self._run_approved(turn, definition, session, events, translator)
+            await self._run_approved(turn, built, session, events, translator)
         agent = Agent(
-            model=build_model(self._settings),
+            **{"callback_handler": None, **built.arguments},
             tools=tools,
-            system_prompt=definition.system_prompt,
             session_manager=session,
             agent_id=AGENT_ID,
-            name=definition.name,
-            callback_handler=None,
+            name=built.definition.name,
         )
+        agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
         async def stream() -> str:
@@ -291,23 +362,21 @@ class TurnActivities:
         not run again, and what the earlier attempt left open in the stream is closed and
         followed by a ``turn_retried`` event. The session ends as if the turn ran once.
         """
-        definition = get_agent(turn.agent)
-        if definition is None:
-            raise ApplicationError(
-                f"agent {turn.agent!r} is not registered on this worker",
-                type=ErrorType.UNKNOWN_AGENT,
-                non_retryable=True,
-            )
-        real_tools = _real_tools(definition)
-        frontend = [t for t in turn.frontend_tools if t.name not in real_tools]
-        tools: list[Any] = [
-            placeholder_tool(tool.tool_spec) if name in definition.approvals else tool
-            for name, tool in real_tools.items()
-        ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
+        built = self._build(turn)
+        approvals = dict(built.definition.approvals)
+        frontend = [t for t in turn.frontend_tools if t.name not in built.tools]
+        tools: list[Any] = (
+            [
+                placeholder_tool(tool.tool_spec) if name in approvals else tool
+                for name, tool in built.tools.items()
+            ]
+            + [placeholder_tool(frontend_spec(t)) for t in frontend]
+            + built.other_tools
+        )
         translator = TurnTranslator(
             turn.run_id,
             {t.name for t in frontend},
-            dict(definition.approvals),
+            approvals,
             attempt=activity.info().attempt,
         )
         store = session_store(self._settings)
@@ -324,7 +393,7 @@ class TurnActivities:
                 async with heartbeating(start):
                     try:
                         stop_reason = await self._stream_turn(
-                            turn, definition, tools, session, events, translator
+                            turn, built, tools, session, events, translator
                         )
                     except Exception:
                         for event in translator.finish():  # this attempt leaves nothing open
@@ -341,3 +410,10 @@ class TurnActivities:
             stop_reason=stop_reason,
             message_count=message_count,
         )
+
+
+def _one_line(err: BaseException) -> str:
+    """An author's exception as a client may read it: its first line, without the class
+    name, at most 200 characters (the worker's log has the traceback)."""
+    lines = str(err).strip().splitlines()
+    return (lines[0] if lines else "no message")[:200]

@@ -60,3 +60,5 @@ DEMO_AGENT = AgentDefinition(
         )
     },
 )
+
+AGENTS = [DEMO_AGENT]

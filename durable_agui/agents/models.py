@@ -10,8 +10,10 @@ from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
 
 
-def build_model(settings: Settings) -> Model:
-    """Return a fresh model for one turn, as ``settings.model`` names it.
+def build_model(settings: Settings, model: Model | str | None = None) -> Model:
+    """The model of one turn: ``model`` itself when it is a Strands ``Model`` (an agent's
+    own), else a fresh one as the provider string ``model`` names it, else as
+    ``settings.model`` (``DURABLE_AGUI_MODEL``) does.
 
     ``offline``; ``bedrock:<model-id>`` (AWS credentials from the usual chain);
     ``anthropic:<model-id>`` (``ANTHROPIC_API_KEY``); ``openai:<model-id>``
@@ -22,7 +24,10 @@ def build_model(settings: Settings) -> Model:
     Raises:
         ValueError: for an unknown provider name.
     """
-    provider, _, model_id = settings.model.partition(":")
+    if isinstance(model, Model):
+        return model
+    spec = model or settings.model
+    provider, _, model_id = spec.partition(":")
     if provider == "offline":
         return OfflineModel(
             first_chunk_delay_ms=settings.offline_first_chunk_delay_ms,
@@ -50,6 +55,6 @@ def build_model(settings: Settings) -> Model:
             os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"), model_id=model_id
         )
     raise ValueError(
-        f"unknown model provider {provider!r} in DURABLE_AGUI_MODEL={settings.model!r}; "
+        f"unknown model provider {provider!r} in {spec!r}; "
         "use offline, bedrock:<id>, anthropic:<id>, openai:<id> or ollama:<id>"
     )

@@ -1,4 +1,4 @@
-"""The FastAPI application."""
+"""The FastAPI application, or the API's routes to include in an app of your own."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -19,15 +19,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from durable_agui.agents import AGENTS
+from durable_agui.agents import AgentRegistry, load_agents
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings
-from durable_agui.api.errors import api_error
-from durable_agui.api.limits import RequestBodyCheck
-from durable_agui.api.routers import agents, codec, threads
-from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
+from durable_agui.api.context import ApiContext
+from durable_agui.api.limits import RequestBodyCheck, checked_body
+from durable_agui.api.routers import agents as agents_routes
+from durable_agui.api.routers import codec, threads
+from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN
 from durable_agui.core.settings import Settings, get_settings
-from durable_agui.core.temporal import API_RETRY, connect
-from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
 
 logger = logging.getLogger(__name__)
 
@@ -64,16 +63,65 @@ class CodecCORS:
             await self.app(scope, receive, send)
 
 
-def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
-    """Build the app; it connects to Temporal on startup (with ``API_RETRY``) unless
-    ``client`` is given."""
+def create_router(
+    settings: Settings | None = None,
+    *,
+    agents: AgentRegistry | None = None,
+    client: Client | None = None,
+) -> APIRouter:
+    """The API's routes, to include in an app of your own under any prefix:
+    ``app.include_router(create_router(settings), prefix="/ai")``.
+
+    ``settings``: default the environment's (``DURABLE_AGUI_*``); ``agents``: default
+    ``load_agents(settings.agents)``; ``client``: a Temporal client made with
+    ``durable_agui.connect`` (default: one is connected on the first request). Every
+    request body is checked (size, JSON) as ``create_app`` does; add ``RequestBodyCheck``
+    to your app as well to refuse an over-long chunked body before it is read whole.
+
+    Raises:
+        RuntimeError: settings that must not serve (``check_auth_settings``).
+        durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
+    """
     settings = settings or get_settings()
     check_auth_settings(settings)
+    context = ApiContext(
+        settings=settings,
+        agents=agents if agents is not None else load_agents(settings.agents),
+        client=client,
+    )
+    router = APIRouter(
+        dependencies=[Depends(context.bind), Depends(checked_body(settings.max_request_bytes))]
+    )
+    router.include_router(agents_routes.router)
+    router.include_router(threads.router)
+    router.include_router(codec.router)
+    router.state = context  # type: ignore[attr-defined]
+    return router
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    agents: AgentRegistry | None = None,
+    client: Client | None = None,
+) -> FastAPI:
+    """The whole server: the API's routes (``create_router``), the page at ``/``,
+    ``/healthz``, ``/docs`` (served offline), one error body for every error, and the
+    middleware a standalone server needs (the body limit, CORS for ``/codec``, loopback
+    host names without authentication). It connects to Temporal on startup unless
+    ``client`` is given.
+
+    Raises:
+        RuntimeError: settings that must not serve (``check_auth_settings``).
+        durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
+    """
+    settings = settings or get_settings()
+    router = create_router(settings, agents=agents, client=client)
+    context: ApiContext = router.state  # type: ignore[attr-defined]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.temporal = client or await connect(settings, API_RETRY)
+        await context.temporal()  # fail at start, not on the first request
         yield
 
     # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline.
@@ -83,13 +131,12 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
         lifespan=lifespan,
     )
     app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
-    app.include_router(agents.router)
-    app.include_router(threads.router)
-    app.include_router(codec.router)
+    app.include_router(router)
     # The Temporal UI calls /codec from the browser.
     app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))
     if settings.auth == "none":
         app.add_middleware(LoopbackHostOnly)
+    agent_names = sorted(context.agents)
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document, plus the threadId rule (checked by ``valid_thread_id`` so
@@ -105,7 +152,7 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
                         if parameter["name"] == "threadId":
                             parameter["schema"].update(rule)
                         elif parameter["name"] == "agent":
-                            parameter["schema"]["enum"] = sorted(AGENTS)
+                            parameter["schema"]["enum"] = agent_names
             links: dict[str, Any] = {}
             for path, operations in schema["paths"].items():
                 if not path.startswith("/threads/{threadId}"):
@@ -162,26 +209,6 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
                 "message": str(err.detail),
             }
         return JSONResponse({"detail": detail}, status_code=err.status_code, headers=err.headers)
-
-    async def store_unavailable(request: Request, err: Exception) -> JSONResponse:
-        """503 when the session store cannot be reached; its details go to the log only."""
-        logger.warning("the session store failed: %s", err)
-        error = api_error(
-            503,
-            ErrorType.SESSION_STORE_UNAVAILABLE,
-            "the session store is unavailable; try again shortly",
-        )
-        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
-
-    async def store_inconsistent(request: Request, err: Exception) -> JSONResponse:
-        """503 when the session store does not hold what the thread recorded."""
-        logger.error("the session store is inconsistent: %s", err)
-        error = api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err))
-        return JSONResponse({"detail": error.detail}, status_code=503, headers=error.headers)
-
-    for error in STORE_ERRORS:
-        app.add_exception_handler(error, store_unavailable)
-    app.add_exception_handler(SessionStoreInconsistent, store_inconsistent)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

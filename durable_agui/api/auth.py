@@ -14,6 +14,7 @@ import jwt
 from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from durable_agui.api.context import request_context
 from durable_agui.core.contract import ANONYMOUS
 from durable_agui.core.settings import Settings
 
@@ -95,7 +96,7 @@ async def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
 
 async def current_principal(request: Request) -> str:
     """The caller's principal: the API key's name, or the JWT's ``sub``; 401 otherwise."""
-    settings: Settings = request.app.state.settings
+    settings = request_context(request).settings
     if settings.auth == "none":
         return ANONYMOUS
     token = _bearer(request)
@@ -132,7 +133,7 @@ async def codec_operator(request: Request) -> str:
     ``DURABLE_AGUI_CODEC_PRINCIPALS`` (401 without credentials, 403 for anyone else).
     """
     principal = await current_principal(request)
-    settings: Settings = request.app.state.settings
+    settings = request_context(request).settings
     if settings.auth != "none" and principal not in settings.codec_principals:
         raise HTTPException(
             status_code=403,

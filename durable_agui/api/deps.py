@@ -1,25 +1,32 @@
-"""FastAPI dependencies: settings and the Temporal client, both set up by the app's lifespan."""
+"""FastAPI dependencies: the mounted API's settings, agents and Temporal client, and the
+checked ``threadId`` path parameter."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path
 from temporalio.client import Client
 
+from durable_agui.agents import AgentRegistry
+from durable_agui.api.context import ApiContext, request_context
 from durable_agui.api.errors import api_error
 from durable_agui.core.contract import THREAD_ID_PATTERN
 from durable_agui.core.settings import Settings
 
-
-def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+ContextDep = Annotated[ApiContext, Depends(request_context)]
 
 
-def get_temporal(request: Request) -> Client:
-    client: Client = request.app.state.temporal
-    return client
+def get_settings(context: ContextDep) -> Settings:
+    return context.settings
+
+
+def get_agents(context: ContextDep) -> AgentRegistry:
+    return context.agents
+
+
+async def get_temporal(context: ContextDep) -> Client:
+    return await context.temporal()
 
 
 def valid_thread_id(thread_id: str) -> str:
@@ -40,5 +47,6 @@ def thread_id_path(thread_id: Annotated[str, Path(alias="threadId")]) -> str:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+AgentsDep = Annotated[AgentRegistry, Depends(get_agents)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 ThreadIdDep = Annotated[str, Depends(thread_id_path)]

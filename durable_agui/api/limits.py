@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage
+from fastapi import HTTPException, Request
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,11 +38,11 @@ MAX_DEPTH = 32
 """Deepest JSON nesting a request body may have (tool schemas, content parts, metadata)."""
 
 
-def too_large(message: str) -> Exception:
+def too_large(message: str) -> HTTPException:
     return api_error(413, "RequestTooLarge", message)
 
 
-def invalid(error_type: str, message: str) -> Exception:
+def invalid(error_type: str, message: str) -> HTTPException:
     return api_error(422, error_type, message)
 
 
@@ -109,7 +111,7 @@ def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422, ``InvalidTool``) frontend tools a model provider cannot take: a name
     outside ``TOOL_NAME``, the name of one of the agent's backend tools, or ``parameters``
     that are not a JSON Schema object (checked against the schema's own meta-schema)."""
-    backend = {getattr(tool, "tool_name", None) for tool in agent.tools}
+    backend = agent.tool_names or set()  # a factory's tools are known per turn only
     for tool in run_input.tools or []:
         if not TOOL_NAME.fullmatch(tool.name):
             raise invalid(
@@ -212,6 +214,29 @@ def json_body_error(body: bytes) -> tuple[str, str] | None:
     return None
 
 
+BODY_CHECKED = "durable_agui.body_checked"
+"""ASGI scope key ``RequestBodyCheck`` sets, so ``checked_body`` does not check twice."""
+
+
+def checked_body(max_bytes: int) -> Callable[[Request], Awaitable[None]]:
+    """A route dependency doing ``RequestBodyCheck``'s checks on the body the route reads
+    (for an app without the middleware: an author's own app that includes the router)."""
+
+    async def check(request: Request) -> None:
+        if request.scope.get(BODY_CHECKED) or request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        body = await request.body()
+        if len(body) > max_bytes:
+            raise too_large(f"the request body is over {max_bytes} bytes")
+        media_type = request.headers.get("content-type", "application/json").split(";")[0]
+        if body and media_type.strip().endswith("json"):
+            error = json_body_error(body)
+            if error is not None:
+                raise invalid(*error)
+
+    return check
+
+
 class RequestBodyCheck:
     """ASGI middleware, before any route: 413 for a body over ``max_bytes`` (declared or
     streamed), 422 for a JSON body that ``json_body_error`` refuses. Both answer with the
@@ -254,7 +279,7 @@ class RequestBodyCheck:
         async def replayed() -> Message:
             return next(replay, None) or await receive()
 
-        await self.app(scope, replayed, send)
+        await self.app({**scope, BODY_CHECKED: True}, replayed, send)
 
     def _too_large(self) -> str:
         return (

@@ -17,7 +17,7 @@ from ag_ui.core.types import ContentPart
 from pydantic import TypeAdapter
 from strands.types.session import SessionMessage
 
-from durable_agui.sessions import PLACEHOLDER_TEXT, agui_content
+from durable_agui.sessions import agui_content, is_placeholder
 
 
 def _text(blocks: list[Any]) -> str:
@@ -30,10 +30,6 @@ _PARTS: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
 def _content(blocks: list[Any]) -> str | list[ContentPart]:
     content = agui_content(blocks)
     return content if isinstance(content, str) else _PARTS.validate_python(content)
-
-
-def _is_placeholder(result: dict[str, Any]) -> bool:
-    return any(block.get("text") == PLACEHOLDER_TEXT for block in result.get("content", []))
 
 
 def to_agui_messages(
@@ -71,7 +67,7 @@ def to_agui_messages(
             continue
         for k, block in enumerate(blocks):
             result = block.get("toolResult")
-            if result is None or result["toolUseId"] in pending_native or _is_placeholder(result):
+            if result is None or result["toolUseId"] in pending_native or is_placeholder(result):
                 continue
             content_blocks = list(result.get("content", []))
             error: str | None = None

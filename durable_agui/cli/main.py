@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from durable_agui.agents import AgentsNotLoaded, load_agents
 from durable_agui.api.app import create_app
 from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
@@ -259,6 +260,10 @@ async def _serve(
     if api_socket is not None:
         check_auth_settings(settings)
     try:
+        agents = load_agents(settings.agents)
+    except AgentsNotLoaded as err:
+        raise _Failure(str(err)) from None
+    try:
         await asyncio.to_thread(session_store(settings).prepare)
     except Exception as err:
         raise _Failure(f"the {settings.session_store} session store: {_one_line(err)}") from None
@@ -270,6 +275,7 @@ async def _serve(
         build_worker(
             client,
             settings,
+            agents=agents,
             graceful_shutdown_timeout=timedelta(seconds=3),
             max_cached_workflows=settings.max_cached_workflows,
             # No sandbox in served workers: re-importing the workflow module for each thread
@@ -283,7 +289,7 @@ async def _serve(
     api = (
         _EmbeddedServer(
             uvicorn.Config(
-                create_app(settings, api_client),
+                create_app(settings, agents=agents, client=api_client),
                 host=settings.api_host,
                 port=settings.api_port,
                 log_level="warning",
@@ -367,6 +373,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["api_port"] = args.port
     if getattr(args, "host", None) is not None:
         overrides["api_host"] = args.host
+    if getattr(args, "agents", None) is not None:
+        overrides["agents"] = args.agents
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
@@ -490,18 +498,36 @@ def main(argv: list[str] | None = None) -> None:
     dev.add_argument("--port", type=int, default=8000, help="API port (default 8000)")
     dev.add_argument("--host", default=None, help="API address (default 127.0.0.1)")
     dev.add_argument("--data-dir", default="./data", help="sessions and Temporal's SQLite file")
+    dev.add_argument(
+        "--agents",
+        default=None,
+        help="import path of your agents: module or module:attribute (default: the demo "
+        "agent; DURABLE_AGUI_AGENTS)",
+    )
     dev.add_argument("--temporal-port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233)
     dev.set_defaults(run=_dev)
 
     worker = commands.add_parser("worker", help="the worker alone (settings from DURABLE_AGUI_*)")
     worker.add_argument("--data-dir", default=None)
+    worker.add_argument(
+        "--agents",
+        default=None,
+        help="import path of your agents: module or module:attribute (default: the demo "
+        "agent; DURABLE_AGUI_AGENTS)",
+    )
     worker.set_defaults(run=_worker)
 
     api = commands.add_parser("api", help="the API alone (settings from DURABLE_AGUI_*)")
     api.add_argument("--port", type=int, default=None)
     api.add_argument("--host", default=None)
     api.add_argument("--data-dir", default=None)
+    api.add_argument(
+        "--agents",
+        default=None,
+        help="import path of your agents: module or module:attribute (default: the demo "
+        "agent; DURABLE_AGUI_AGENTS)",
+    )
     api.set_defaults(run=_api)
 
     migrate = commands.add_parser(

@@ -122,6 +122,8 @@ class ErrorType(StrEnum):
     AGENT_MISMATCH = "ThreadAgentMismatch"
     THREAD_NOT_FOUND = "ThreadNotFound"
     UNKNOWN_AGENT = "UnknownAgent"
+    AGENT_BUILD_FAILED = "AgentBuildFailed"
+    """The agent's factory or model raised while a turn was built (nothing persisted)."""
     THREAD_BUSY = "ThreadBusy"
     """Too many runs queued, or too many requests in flight for one thread (429)."""
     ANSWERS_TOO_LARGE = "AnswersTooLarge"

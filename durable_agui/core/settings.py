@@ -56,8 +56,13 @@ class Settings(BaseSettings):
     """For S3-compatible servers (MinIO and the like); credentials come from the AWS chain
     (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, profiles, instance roles)."""
 
+    agents: str | None = None
+    """Import path of the agents to serve: ``module`` (its ``AGENTS``, else every
+    ``durable_agui.AgentDefinition`` it defines) or ``module:attribute``; unset: the demo
+    agent. Workers and API processes must load the same agents."""
+
     model: str = "offline"
-    """Model provider: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,
+    """Model of agents that name none: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,
     ``openai:<model-id>`` (with ``OPENAI_BASE_URL`` for compatible servers) or
     ``ollama:<model-id>`` (with ``OLLAMA_HOST``)."""
     offline_first_chunk_delay_ms: float = 0.0

@@ -12,6 +12,7 @@ from durable_agui.sessions.store import (
     STORE_ERRORS,
     SessionStore,
     SessionStoreInconsistent,
+    is_placeholder,
     session_store,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "SessionStoreInconsistent",
     "agui_content",
     "client_result_blocks",
+    "is_placeholder",
     "render_tool_result",
     "session_store",
     "tool_result_block",

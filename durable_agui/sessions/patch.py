@@ -9,6 +9,7 @@ from strands.types.session import SessionMessage
 from strands.types.tools import ToolResult
 
 from durable_agui.core.contract import AGENT_ID
+from durable_agui.sessions.store import is_placeholder
 
 
 class SessionPatchError(Exception):
@@ -18,7 +19,11 @@ class SessionPatchError(Exception):
 def patch_tool_results(
     message: SessionMessage, wanted: dict[str, ToolResult]
 ) -> tuple[list[str], list[str]]:
-    """Replace, in place, the ``toolResult`` blocks of ``message`` whose ids are in ``wanted``.
+    """Replace, in place, the placeholder ``toolResult`` blocks of ``message`` whose ids are
+    in ``wanted``.
+
+    Only a placeholder is replaced: a real result under the same id belongs to an earlier
+    call (some providers reuse tool call ids across turns) and is left as it is.
 
     Returns ``(rewritten, unchanged)`` native ids; ``unchanged`` already held the result.
     """
@@ -32,7 +37,7 @@ def patch_tool_results(
         target = wanted[result["toolUseId"]]
         if result == target:
             unchanged.append(result["toolUseId"])
-        else:
+        elif is_placeholder(result):
             content[position] = {"toolResult": target}
             rewritten.append(result["toolUseId"])
     return rewritten, unchanged

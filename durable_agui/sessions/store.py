@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -45,6 +45,12 @@ PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
 Never streamed, never listed, never read by the model: the turn ends before the next model
 call, and ``reconcile_session`` replaces it before the thread continues.
 """
+
+
+def is_placeholder(result: Mapping[str, Any]) -> bool:
+    """Whether a persisted ``toolResult`` is still the placeholder (the client has the call)."""
+    return any(block.get("text") == PLACEHOLDER_TEXT for block in result.get("content", []))
+
 
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
 """What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a

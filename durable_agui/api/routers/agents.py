@@ -9,9 +9,8 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from durable_agui.agents import AGENTS, get_agent
 from durable_agui.api.auth import PrincipalDep
-from durable_agui.api.deps import SettingsDep, TemporalDep, valid_thread_id
+from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
 from durable_agui.api.errors import api_error
 from durable_agui.api.limits import check_answers, check_counts, check_ids, check_tools
 from durable_agui.api.run_input import run_request
@@ -39,9 +38,9 @@ class AgentInfo(BaseModel):
 
 
 @router.get("/agents", response_model=list[AgentInfo])
-async def list_agents(principal: PrincipalDep) -> list[AgentInfo]:
+async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentInfo]:
     """The agents this server runs (``POST /agents/{name}``)."""
-    return [AgentInfo(name=a.name, description=a.description) for a in AGENTS.values()]
+    return [AgentInfo(name=a.name, description=a.description) for a in agents.values()]
 
 
 @router.post(
@@ -57,6 +56,7 @@ async def run_agent(
     run_input: RunAgentInput,
     client: TemporalDep,
     settings: SettingsDep,
+    agents: AgentsDep,
     principal: PrincipalDep,
 ) -> StreamingResponse:
     """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
@@ -67,7 +67,7 @@ async def run_agent(
     ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
     progress is queued: its stream starts when the earlier run ends.
     """
-    definition = get_agent(agent)
+    definition = agents.get(agent)
     if definition is None:
         shown = agent if len(agent) <= 80 else agent[:77] + "..."
         raise api_error(404, "UnknownAgent", f"no agent {shown!r}")

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from durable_agui.api.errors import api_error
+from durable_agui.api.errors import api_error, store_errors_as_http
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
     CancelOut,
@@ -98,8 +98,9 @@ async def get_messages(
     """
     state = await thread_state(client, thread_id, principal)
     store = session_store(settings)
-    await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
-    persisted = await asyncio.to_thread(store.read_messages, state.session_id)
+    with store_errors_as_http():
+        await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
+        persisted = await asyncio.to_thread(store.read_messages, state.session_id)
     native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
     pending_native = {call.native_id for call in state.pending_tool_calls}
     return ThreadMessages(

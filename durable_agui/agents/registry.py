@@ -1,0 +1,96 @@
+"""The agents a process serves: the demo agent, or an author's own module named by import
+path (``DURABLE_AGUI_AGENTS=myapp.agents`` or ``myapp.agents:AGENTS``, ``--agents``).
+
+The worker and the API must load the same agents: the API answers 404 for a name it does
+not know, the worker fails a turn for an agent it does not know (``UnknownAgent``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
+from types import ModuleType
+from typing import Any
+
+from durable_agui.agents.definition import AgentDefinition
+
+DEMO = "durable_agui.agents.demo"
+"""The agents served when nothing is configured (the ``demo`` agent)."""
+
+
+class AgentsNotLoaded(RuntimeError):
+    """The configured agents cannot be served; the message is one line that names the
+    module, the attribute or the agent."""
+
+
+class AgentRegistry(Mapping[str, AgentDefinition]):
+    """Agents by name. ``source`` is the import path they came from."""
+
+    def __init__(self, agents: Iterable[AgentDefinition], source: str = "") -> None:
+        self.source = source
+        self._agents: dict[str, AgentDefinition] = {}
+        for agent in agents:
+            if not isinstance(agent, AgentDefinition):
+                raise AgentsNotLoaded(
+                    f"{source or 'agents'}: {agent!r} is not a durable_agui.AgentDefinition"
+                )
+            if agent.name in self._agents:
+                raise AgentsNotLoaded(f"{source or 'agents'}: two agents are called {agent.name!r}")
+            self._agents[agent.name] = agent
+        if not self._agents:
+            raise AgentsNotLoaded(f"{source or 'agents'}: no agents")
+
+    def __getitem__(self, name: str) -> AgentDefinition:
+        return self._agents[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._agents)
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+
+def _agents_of(target: Any, where: str) -> list[AgentDefinition]:
+    if isinstance(target, AgentDefinition):
+        return [target]
+    if isinstance(target, ModuleType):
+        declared = getattr(target, "AGENTS", None) or getattr(target, "agents", None)
+        if declared is not None:
+            return _agents_of(declared, f"{where}:AGENTS")
+        found = [value for value in vars(target).values() if isinstance(value, AgentDefinition)]
+        if not found:
+            raise AgentsNotLoaded(f"{where} defines no durable_agui.AgentDefinition")
+        return found
+    if isinstance(target, Mapping):
+        return list(target.values())
+    if isinstance(target, Iterable) and not isinstance(target, str | bytes):
+        return list(target)
+    raise AgentsNotLoaded(f"{where} is not an AgentDefinition or a collection of them")
+
+
+def load_agents(path: str | None = None) -> AgentRegistry:
+    """The agents at import path ``path``: ``module`` (its ``AGENTS``, else every
+    ``AgentDefinition`` it defines) or ``module:attribute`` (a definition, or a list or
+    dict of them). ``None``: the demo agent.
+
+    Raises:
+        AgentsNotLoaded: the module cannot be imported, the attribute is missing, a value
+            is not an ``AgentDefinition``, two agents share a name, or a definition is not
+            valid (one line naming which).
+    """
+    path = path or DEMO
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        raise AgentsNotLoaded(f"cannot import {module_name!r} (agents {path!r}): {err}") from None
+    except Exception as err:  # the author's module failed while it was imported
+        raise AgentsNotLoaded(
+            f"importing {module_name!r} (agents {path!r}) failed: {type(err).__name__}: {err}"
+        ) from None
+    target: Any = module
+    if attribute:
+        if not hasattr(module, attribute):
+            raise AgentsNotLoaded(f"module {module_name!r} has no attribute {attribute!r}")
+        target = getattr(module, attribute)
+    return AgentRegistry(_agents_of(target, path), source=path)
