@@ -501,6 +501,10 @@ class AgentThreadWorkflow:
             wire_id = result.tool_call_id
             closed = self._closed_calls.get(wire_id)
             if closed is not None:
+                if closed[1] != ClosedReason.ANSWERED and result.same_answer(
+                    ToolResult(tool_call_id=wire_id, content=NO_ANSWER[closed[1]])
+                ):
+                    continue  # the client echoing the "no answer" result this server streamed
                 if closed[0] != result.answer_digest():
                     if closed[1] != ClosedReason.ANSWERED:
                         self._refuse_closed(wire_id, closed[1])
@@ -516,6 +520,8 @@ class AgentThreadWorkflow:
                     f"tool call {wire_id!r} already has a different result",
                     type=ErrorType.CONFLICTING_TOOL_RESULT,
                 )
+            if call is None and self._is_server_result(wire_id):
+                continue  # the client echoing a result this server streamed (ignored)
             if call is None:
                 hint = ""
                 if wire_id in self._approval_wire_ids:
@@ -568,6 +574,17 @@ class AgentThreadWorkflow:
                 type=ErrorType.ANSWERS_TOO_LARGE,
             )
 
+    def _is_server_result(self, wire_id: str) -> bool:
+        """Whether ``wire_id`` is a call whose result this server produced and streamed: a
+        backend call, or an approval already closed. AG-UI clients keep every
+        ``TOOL_CALL_RESULT`` as a ``role:"tool"`` message and send it again with the next
+        run; such a message is acknowledged and ignored (the stored result stands)."""
+        if wire_id not in self._tool_call_ids or wire_id in self._calls:
+            return False
+        if wire_id in self._approval_wire_ids:
+            return f"approve-{wire_id}" in self._closed_interrupts
+        return wire_id not in self._closed_calls
+
     def _held_bytes(self) -> int:
         """Bytes of the answers the open batch holds (counted against the batch budget)."""
         return sum(c.result.size() for c in self._calls.values() if c.result) + sum(
@@ -589,6 +606,7 @@ class AgentThreadWorkflow:
             for r in results
             if r.tool_call_id in self._closed_calls
             or (r.tool_call_id in self._calls and self._calls[r.tool_call_id].result is not None)
+            or (r.tool_call_id not in self._calls and self._is_server_result(r.tool_call_id))
         ]
         return held + [
             a.interrupt_id
