@@ -13,7 +13,7 @@ from agents import AGENTS, get_agent
 from api.auth import PrincipalDep
 from api.deps import SettingsDep, TemporalDep, valid_thread_id
 from api.errors import api_error
-from api.limits import check_answers, check_counts, check_ids, check_tools
+from api.limits import check_answers, check_counts, check_ids, check_tools, check_user_content
 from api.run_input import run_request
 from api.streaming import RunWindow, run_event_frames, sse_response
 from api.thread_client import submit_run
@@ -74,6 +74,7 @@ async def run_agent(
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
     check_ids(run_input)
+    check_user_content(run_input)
     check_tools(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
     check_answers(request.tool_results, request.resume, settings)
