@@ -142,9 +142,19 @@ async def test_only_operators_may_decode_and_bad_payloads_are_400(keyed_stack: D
             '{"payloads": [{"metadata": {"encoding": "YmluYXJ5L2VuY3J5cHRlZA=="}, "data": "AAAA"}]}',
             '{"nothing": true}',
             "[1, 2]",
+            "[]",
+            "[[]]",
+            '{"payloads": null}',
+            '{"payloads": [{"data": "!!"}]}',
+            '{"payloads": [{"metadata": {"encoding": 7}}]}',
         ):
             answer = await http.post(
                 "/codec/decode", content=bad, headers={**json_headers, **bearer("k-ops")}
             )
             assert answer.status_code == 400, (bad, answer.text)
             assert answer.json()["detail"]["type"] == "BadPayloads"
+            assert "Error" not in answer.text and "Traceback" not in answer.text
+        empty = await http.post(
+            "/codec/decode", content='{"payloads": []}', headers={**json_headers, **bearer("k-ops")}
+        )
+        assert empty.status_code == 200 and json.loads(empty.text) == {}

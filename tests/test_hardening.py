@@ -431,3 +431,130 @@ async def test_the_thread_command_reads_only_and_says_when_the_store_lacks_the_t
     )
     assert here.returncode == 0, here.stderr
     assert '"content":"echo: still there?"' in here.stdout
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("content-type", "Application/JSON")],
+        [("content-type", "application/json; charset=utf-8")],
+        [("content-type", "application/vnd.api+json")],
+    ],
+    ids=["mixed-case", "charset", "suffix"],
+)
+async def test_every_spelling_of_json_is_checked_like_json(
+    http: httpx.AsyncClient, headers: list[tuple[str, str]]
+) -> None:
+    """The body checks used to key on the exact lower-case media type: ``Application/JSON``
+    took NaN and lone surrogates past them, into the thread."""
+    body = json.dumps(run_input("spelling", "r1", [user("u1", "hi")], [])).replace(
+        '"hi"', '"\\ud800"'
+    )
+    response = await http.post("/agents/demo", content=body.encode(), headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"]["type"] == "InvalidText"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("content-type", "text/plain")],
+        [("content-type", "application/x-www-form-urlencoded")],
+        [("content-type", "application/json"), ("content-type", "text/plain")],
+    ],
+    ids=["text", "form", "two-values"],
+)
+async def test_a_body_that_is_not_json_is_refused_before_any_route(
+    http: httpx.AsyncClient, headers: list[tuple[str, str]]
+) -> None:
+    body = json.dumps(run_input("not-json-body", "r1", [user("u1", "hi")], []))
+    response = await http.post("/agents/demo", content=body.encode(), headers=headers)
+    assert response.status_code == 415, response.text
+    assert response.json()["detail"]["type"] == "UnsupportedMediaType"
+    assert (await http.get("/threads/not-json-body")).status_code == 404
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity"])
+async def test_numbers_json_cannot_hold_are_refused(http: httpx.AsyncClient, number: str) -> None:
+    body = '{"results":[{"toolCallId":"call_x","content":[{"type":"text","text":"a","n":%s}]}]}'
+    response = await http.post(
+        "/threads/numbers/tool-results",
+        content=(body % number).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"]["type"] == "InvalidJson"
+
+
+@pytest.mark.parametrize("content", ["", [], [{"type": "text", "text": ""}]])
+async def test_a_user_message_with_nothing_in_it_is_refused(
+    http: httpx.AsyncClient, stack: DevStack, content: Any
+) -> None:
+    """It used to run the model with no user message at all (and the echo model answered)."""
+    thread = f"empty-{len(json.dumps(content))}"
+    before = store_snapshot(stack.store)
+    message = {"id": "u1", "role": "user", "content": content}
+    response = await http.post("/agents/demo", json=run_input(thread, "r1", [message], []))
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"]["type"] == "EmptyMessage"
+    assert store_snapshot(stack.store) == before
+    await still_answers(http, thread, "r2")
+
+
+async def test_a_frontend_tool_declared_twice_is_refused(http: httpx.AsyncClient) -> None:
+    tools = [CONFIRM_BOOKING, CONFIRM_BOOKING]
+    response = await http.post(
+        "/agents/demo", json=run_input("twice", "r1", [user("u1", CALL)], tools)
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"]["type"] == "InvalidTool"
+    assert "twice" in response.json()["detail"]["message"]
+
+
+async def test_without_auth_other_sites_cannot_act_through_the_browser(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    """A page on another site can send a bodiless "simple" POST (no preflight) to a local
+    stack: cancelling a run that way used to work. Now every request that changes
+    something must come from a loopback origin (or from no browser at all)."""
+    thread = "cross-site"
+    await still_answers(http, thread, "r1")
+    for origin in ("https://attacker.example", "null", "http://LOCALHOST.attacker.example"):
+        refused = await http.post(f"/threads/{thread}/cancel", headers={"origin": origin})
+        assert refused.status_code == 403, (origin, refused.text)
+        assert refused.json()["detail"]["type"] == "CrossOrigin"
+        run = await http.post(
+            "/agents/demo",
+            json=run_input(thread, "r-x", [user("u-x", "hi")], []),
+            headers={"origin": origin},
+        )
+        assert run.status_code == 403
+    for origin in ("http://localhost:5173", f"http://127.0.0.1:{stack.api_port}"):
+        allowed = await http.post(f"/threads/{thread}/cancel", headers={"origin": origin})
+        assert allowed.status_code == 409, allowed.text  # no run in progress: not refused
+    assert (await http.get("/healthz", headers={"origin": "https://x.example"})).is_success
+    assert (await http.get("/healthz", headers={"host": "LocalHost"})).is_success
+    await still_answers(http, thread, "r2")
+
+
+async def test_a_cancel_naming_a_run_stops_only_that_run(http: httpx.AsyncClient) -> None:
+    thread = "cancel-by-id"
+    slow = 'call lookup_flight {"flight":"C2","delay_seconds":3}'
+    body = run_input(thread, "r1", [user("u1", slow)], [])
+    async with http.stream("POST", "/agents/demo", json=body) as response:
+        frames = ""
+        chunks = response.aiter_text()
+        async for chunk in chunks:
+            frames += chunk
+            if "TOOL_CALL_END" in frames:
+                break
+        wrong = await http.post(f"/threads/{thread}/cancel", json={"runId": "r0"})
+        assert wrong.status_code == 409, wrong.text
+        assert wrong.json()["detail"]["type"] == "NoRunInProgress"
+        assert "'r1'" in wrong.json()["detail"]["message"]
+        right = await http.post(f"/threads/{thread}/cancel", json={"runId": "r1"})
+        assert right.json() == {"runId": "r1", "outcome": "cancelled"}
+        async for chunk in chunks:
+            frames += chunk
+    assert parse_sse(frames)[-1]["outcome"] == {"type": "cancelled"}
+    await still_answers(http, thread, "r2")

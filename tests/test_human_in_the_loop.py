@@ -98,9 +98,27 @@ class Thread:
         return status, events
 
     def _remember(self, events: list[dict[str, Any]]) -> None:
+        """Keep what the stream said, as ``@ag-ui/client`` does: the assistant's text and
+        tool calls, and each ``TOOL_CALL_RESULT`` as a ``role:"tool"`` message (which the
+        next run sends back)."""
         calls = [e for e in events if e["type"] == "TOOL_CALL_START"]
         args = {e["toolCallId"]: e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS"}
         text = text_of(events)
+        self._remember_assistant(calls, args, text)
+        self.messages += [
+            {
+                "id": e["messageId"],
+                "role": "tool",
+                "toolCallId": e["toolCallId"],
+                "content": e["content"],
+            }
+            for e in events
+            if e["type"] == "TOOL_CALL_RESULT"
+        ]
+
+    def _remember_assistant(
+        self, calls: list[dict[str, Any]], args: dict[str, str], text: str
+    ) -> None:
         if calls or text:
             self.messages.append(
                 {

@@ -8,6 +8,7 @@ broken volume) can move a message file away or damage it.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +19,15 @@ import pytest
 
 from durable_agui.sessions.store import FileSessionStore
 from tests.conftest import DevStack
-from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+from tests.support import (
+    CONFIRM_BOOKING,
+    parse_sse,
+    persisted_messages,
+    post_run,
+    run_input,
+    store_snapshot,
+    text_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +134,118 @@ async def test_a_session_removed_under_a_thread_is_not_a_fresh_start(
     assert not folder.exists()  # the failed run made no new, empty session
     shutil.move(tmp_path / "session", folder)
     assert text_of(await say(http, thread, "r2", "three")) == "echo: three"
+
+
+def _damage(path: Path, how: str) -> None:
+    """Put a record in ``path``'s place that Strands cannot use (``how`` names the kind)."""
+    good = path.read_bytes()
+    path.unlink()
+    if how == "directory":
+        path.mkdir()
+    elif how == "symlink":  # FileSessionManager refuses to read through one
+        target = path.with_suffix(".real")
+        target.write_bytes(good)
+        path.symlink_to(target)
+    else:
+        path.write_text(
+            {
+                "not-json": "{not json",
+                "null": "null",
+                "list": "[]",
+                "no-content": json.dumps({"message": {"role": "user"}, "message_id": 0}),
+                "text-message": json.dumps({"message": "hello", "message_id": 0}),
+            }[how]
+        )
+
+
+def _repair(path: Path, good: bytes) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        path.rmdir()
+    path.with_suffix(".real").unlink(missing_ok=True)
+    path.write_bytes(good)
+
+
+DAMAGE = ["not-json", "null", "list", "no-content", "text-message", "directory", "symlink"]
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+async def test_a_damaged_record_below_the_last_message_stops_the_thread_until_repaired(
+    http: httpx.AsyncClient, stack: DevStack, how: str
+) -> None:
+    """Damage anywhere, not only at the end: the history is refused (503, not an empty or
+    shortened one), the run ends in one clean RUN_ERROR, and the thread goes on once the
+    record is repaired."""
+    thread = f"damaged-{how}"
+    for n, text in enumerate(["one", "two"]):
+        await say(http, thread, f"r{n}", text)
+    path = message_file(stack, thread, 0)
+    good = path.read_bytes()
+    _damage(path, how)
+
+    listed = await http.get(f"/threads/{thread}/messages")
+    assert listed.status_code == 503, listed.text
+    assert listed.json()["detail"]["type"] == "SessionStoreInconsistent"
+    assert_no_internals(listed.text, stack)
+    events = await say(http, thread, "r2", "three")
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "SessionStoreInconsistent", events[-1]
+    assert_no_internals(events[-1]["message"], stack)
+
+    _repair(path, good)
+    assert text_of(await say(http, thread, "r3", "four")) == "echo: four"
+    assert len((await http.get(f"/threads/{thread}/messages")).json()["messages"]) == 6
+
+
+@pytest.mark.parametrize("how", ["not-json", "directory"])
+async def test_a_damaged_agent_record_is_an_error_not_a_fresh_agent(
+    http: httpx.AsyncClient, stack: DevStack, how: str
+) -> None:
+    thread = f"agent-{how}"
+    await say(http, thread, "r0", "one")
+    path = message_file(stack, thread, 0).parent.parent / "agent.json"
+    good = path.read_bytes()
+    _damage(path, how)
+    listed = await http.get(f"/threads/{thread}/messages")
+    assert listed.status_code == 503, listed.text
+    assert (await say(http, thread, "r1", "two"))[-1]["code"] == "SessionStoreInconsistent"
+    _repair(path, good)
+    assert text_of(await say(http, thread, "r2", "three")) == "echo: three"
+
+
+@pytest.mark.parametrize("how", ["not-json", "directory"])
+async def test_an_answer_written_into_a_damaged_session_ends_the_run_and_is_kept(
+    http: httpx.AsyncClient, stack: DevStack, how: str
+) -> None:
+    """The write of a client's answer meets a damaged record: the run ends with one
+    RUN_ERROR (it used to retry for ever, holding the thread and any cancel), nothing is
+    written, and once the record is repaired the next run writes the kept answer."""
+    thread = f"answer-{how}"
+    call = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"D1"}'}
+    _, events = await post_run(http, "demo", run_input(thread, "r1", [call], [CONFIRM_BOOKING]))
+    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    path = message_file(stack, thread, 0)
+    good = path.read_bytes()
+    _damage(path, how)
+    answered = await http.post(
+        f"/threads/{thread}/tool-results",
+        json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+    )
+    assert answered.status_code == 200, answered.text
+    events = parse_sse((await http.get(answered.json()["eventsUrl"])).text)
+    assert events[-1]["type"] == "RUN_ERROR", events[-1]
+    assert events[-1]["code"] == "SessionStoreInconsistent"
+    assert (await http.get(f"/threads/{thread}")).json()["status"] == "idle"
+
+    _repair(path, good)
+    again = {"id": "u2", "role": "user", "content": "go on"}
+    _, events = await post_run(http, "demo", run_input(thread, "r3", [again], [CONFIRM_BOOKING]))
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    results = [
+        block["toolResult"]
+        for message in persisted_messages(stack.store, thread)
+        for block in message["content"]
+        if "toolResult" in block
+    ]
+    assert [r["content"] for r in results] == [[{"text": "yes"}]]

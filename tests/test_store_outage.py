@@ -83,6 +83,47 @@ async def test_an_answer_sent_while_the_store_is_down_is_written_when_it_is_back
     assert_well_formed(history, set())
 
 
+async def test_a_run_waiting_for_the_store_can_be_cancelled_and_keeps_the_answer(
+    deployment: Cluster, postgres: PostgresServer
+) -> None:
+    """The write of an answer waits for the store as long as it is away; a cancel stops
+    that wait (it used to answer "pending" and change nothing), and the answer is written
+    by the thread's next run once the store is back."""
+    deployment.start_worker("w")
+    url = deployment.start_api("api")
+    thread = "outage-cancel"
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"O2"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        postgres.stop(keep_data=True)
+        accepted = await http.post(
+            f"/threads/{thread}/tool-results",
+            json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+        )
+        assert accepted.status_code == 200, accepted.text
+        continuation = asyncio.create_task(http.get(accepted.json()["eventsUrl"]))
+        await asyncio.sleep(3)
+        assert not continuation.done()
+        cancel = await http.post(f"/threads/{thread}/cancel")
+        assert cancel.status_code == 200, cancel.text
+        assert cancel.json()["outcome"] == "cancelled"
+        events = parse_sse((await continuation).text)
+        check_stream(events)
+        assert events[-1]["outcome"] == {"type": "cancelled"}
+
+        postgres.start()
+        again = {"id": "u2", "role": "user", "content": "booked?"}
+        status, events = await post_run(
+            http, "demo", run_input(thread, "r3", [user, again], [CONFIRM_BOOKING])
+        )
+        assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+    history = persisted_messages(deployment.store, thread)
+    results = [b["toolResult"] for m in history for b in m["content"] if "toolResult" in b]
+    assert [r["content"] for r in results] == [[{"text": "yes"}]]
+    assert_well_formed(history, set())
+
+
 async def test_a_turn_that_loses_the_store_ends_in_one_clean_run_error(
     deployment: Cluster, postgres: PostgresServer
 ) -> None:

@@ -11,15 +11,36 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.store_errors import store_errors_as_application_errors
-from durable_agui.core.contract import AGENT_ID, ReconcileInput, ReconcileOutput, UserInput
+from durable_agui.core.contract import (
+    AGENT_ID,
+    ErrorType,
+    ReconcileInput,
+    ReconcileOutput,
+    UserInput,
+)
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import session_store, tool_result_block, user_content_blocks
+from durable_agui.sessions import (
+    STORE_ERRORS,
+    SessionStoreInconsistent,
+    session_store,
+    tool_result_block,
+    user_content_blocks,
+)
 from durable_agui.sessions.patch import (
     SessionPatchError,
     holds_result,
     patch_tool_results,
     write_back,
 )
+
+VERIFY_ATTEMPTS = 5
+"""Attempts at a write whose read-back differs before the run ends with ``RUN_ERROR``."""
+_REPORTED: tuple[type[Exception], ...] = (
+    ApplicationError,
+    SessionStoreInconsistent,
+    *STORE_ERRORS,
+)
+"""What ``store_errors_as_application_errors`` (or the activity itself) already reports."""
 
 
 def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) -> bool:
@@ -73,7 +94,12 @@ class ReconcileActivities:
                 try:
                     write_back(session.session_repository, thread, message)
                 except SessionPatchError as err:
-                    raise ApplicationError(str(err), type="ReconcileVerifyFailed") from err
+                    # A store that keeps reading back something else is not going to stop.
+                    raise ApplicationError(
+                        str(err),
+                        type=ErrorType.RECONCILE_VERIFY_FAILED,
+                        non_retryable=activity.info().attempt >= VERIFY_ATTEMPTS,
+                    ) from err
             rewritten += patched
         missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
         if missing:
@@ -117,9 +143,25 @@ class ReconcileActivities:
         written); more are a failed turn's and are cut.
 
         Raises:
-            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried);
-                ``SessionStoreInconsistent`` (not retried).
+            ApplicationError: ``ReconcileVerifyFailed`` when a read-back differs (retried,
+                ``VERIFY_ATTEMPTS`` in all); ``SessionStoreInconsistent`` and
+                ``ReconcileFailed`` (anything else that is not the store being away), not
+                retried; ``SessionStoreUnavailable``, retried.
         """
         with store_errors_as_application_errors():
             async with heartbeating():
-                return await asyncio.to_thread(self._reconcile, request)
+                try:
+                    return await asyncio.to_thread(self._reconcile, request)
+                except _REPORTED:
+                    raise
+                except Exception as err:
+                    # Not the store being away, so retrying would fail the same way for ever
+                    # and hold the thread: the run ends with RUN_ERROR, the answers stay
+                    # recorded, and the next run writes them again.
+                    activity.logger.exception("reconcile failed")
+                    raise ApplicationError(
+                        f"writing the answers to the session failed ({type(err).__name__}); "
+                        "nothing is lost, the thread's next run writes them again",
+                        type=ErrorType.RECONCILE_FAILED,
+                        non_retryable=True,
+                    ) from None

@@ -57,7 +57,9 @@ class CodecCORS:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/codec"):
+        if scope["type"] == "http" and (
+            scope["path"] == "/codec" or scope["path"].startswith("/codec/")
+        ):
             await self.cors(scope, receive, send)
         else:
             await self.app(scope, receive, send)

@@ -7,6 +7,7 @@ anyone else, exactly as for a thread that does not exist (nothing leaks its exis
 from __future__ import annotations
 
 import asyncio
+import json
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -150,30 +151,75 @@ CodecOperatorDep = Annotated[str, Depends(codec_operator)]
 
 
 class LoopbackHostOnly:
-    """ASGI middleware for unauthenticated mode: only loopback ``Host`` names are served
-    (``127.0.0.1``, ``localhost``, ``[::1]``, any port), so a web page that rebinds its own
-    DNS name to 127.0.0.1 cannot drive a local stack from the browser. 400 otherwise."""
+    """ASGI middleware for unauthenticated mode, where anything that reaches the port may
+    act on every thread; only the local machine may:
+
+    - 400 ``InvalidHost`` unless the ``Host`` name is loopback (``127.0.0.1``, ``localhost``,
+      ``[::1]``, any port, any letter case), so a web page that rebinds its own DNS name to
+      127.0.0.1 cannot drive a local stack from the browser;
+    - 403 ``CrossOrigin`` for a request that changes something (not ``GET``, ``HEAD`` or
+      ``OPTIONS``) sent by a page whose ``Origin`` is not loopback (``null`` included): a
+      site the user visits cannot cancel or run threads through the user's browser, even
+      with the bodiless "simple" requests that skip CORS preflight.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and _host_name(scope) not in LOOPBACK_HOSTS:
-            body = b'{"detail":{"type":"InvalidHost","message":"only loopback host names are served without authentication"}}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 400,
-                    "headers": [(b"content-type", b"application/json")],
-                }
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if _host_name(_header(scope, b"host")) not in LOOPBACK_HOSTS:
+            await _refuse(
+                send,
+                400,
+                "InvalidHost",
+                "only loopback host names are served without authentication",
             )
-            await send({"type": "http.response.body", "body": body})
+            return
+        origin = _header(scope, b"origin")
+        if (
+            scope["method"] not in _SAFE_METHODS
+            and origin is not None
+            and _host_name(origin.partition("://")[2] or "null") not in LOOPBACK_HOSTS
+        ):
+            await _refuse(
+                send,
+                403,
+                "CrossOrigin",
+                "without authentication, only pages served from this machine may send requests",
+            )
             return
         await self.app(scope, receive, send)
 
 
-def _host_name(scope: Scope) -> str:
-    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name`` (lower case), or ``None``."""
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _host_name(host: str | None) -> str:
+    """The host name of a ``Host`` value (``name[:port]``, ``[v6][:port]``), lower case."""
+    host = (host or "").lower()
     if host.startswith("["):
         return host[1:].partition("]")[0]
     return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+async def _refuse(send: Send, status: int, error_type: str, message: str) -> None:
+    body = json.dumps({"detail": {"type": error_type, "message": message}})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body.encode()})

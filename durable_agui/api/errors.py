@@ -60,10 +60,21 @@ def thread_not_found(thread_id: str) -> HTTPException:
     return api_error(404, ErrorType.THREAD_NOT_FOUND, f"no thread {thread_id!r}")
 
 
+_OWN_ERROR_TYPES = frozenset(ErrorType)
+
+
 def from_application_error(err: ApplicationError) -> HTTPException:
-    """The HTTP error for a refusal of the workflow (``ApplicationError.type``)."""
-    status = STATUS_BY_ERROR_TYPE.get(err.type or "", 409)
-    return api_error(status, err.type or "Refused", err.message)
+    """The HTTP error for a refusal of the workflow (``ApplicationError.type``).
+
+    Only the workflow's own refusals (``ErrorType``) reach the client with their message;
+    anything else (the SDK failing to decode an update's arguments, say) is a generic 503,
+    so no exception name or internal text leaks.
+    """
+    if err.type not in _OWN_ERROR_TYPES:
+        return api_error(
+            503, "UpdateFailed", "the thread could not take the request; retry shortly"
+        )
+    return api_error(STATUS_BY_ERROR_TYPE.get(err.type, 409), err.type, err.message)
 
 
 def from_update_failure(err: WorkflowUpdateFailedError) -> HTTPException:

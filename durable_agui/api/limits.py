@@ -9,11 +9,12 @@ nesting, counts), with a clear 413 or 422 and nothing stored.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ag_ui.core import RunAgentInput, ToolMessage
+from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from fastapi import HTTPException, Request
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -107,12 +108,41 @@ def check_ids(run_input: RunAgentInput) -> None:
             )
 
 
+def check_user_content(run_input: RunAgentInput) -> None:
+    """Refuse (422, ``EmptyMessage``) a user message with nothing in it: ``""``, ``[]``, or
+    only empty text parts. Model providers refuse an empty user turn (Bedrock), or the
+    model would answer a message nobody wrote. Only the transcript's tail (after the last
+    assistant message) is checked: it is all a thread reads (``run_request``)."""
+    tail_start = 0
+    for position, message in enumerate(run_input.messages):
+        if message.role == "assistant":
+            tail_start = position + 1
+    for message in run_input.messages[tail_start:]:
+        if not isinstance(message, UserMessage):
+            continue
+        content = message.content
+        parts = [content] if isinstance(content, str) else content
+        if all(
+            (part == "") if isinstance(part, str) else (getattr(part, "text", None) == "")
+            for part in parts
+        ):
+            raise invalid(
+                "EmptyMessage",
+                f"user message {_shown(message.id)} has no content: send text or a content part",
+            )
+
+
 def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422, ``InvalidTool``) frontend tools a model provider cannot take: a name
-    outside ``TOOL_NAME``, the name of one of the agent's backend tools, or ``parameters``
-    that are not a JSON Schema object (checked against the schema's own meta-schema)."""
+    outside ``TOOL_NAME``, a name declared twice, the name of one of the agent's backend
+    tools, or ``parameters`` that are not a JSON Schema object (checked against the
+    schema's own meta-schema)."""
     backend = agent.tool_names or set()  # a factory's tools are known per turn only
+    declared: set[str] = set()
     for tool in run_input.tools or []:
+        if tool.name in declared:
+            raise invalid("InvalidTool", f"tool {_shown(tool.name)} is declared twice")
+        declared.add(tool.name)
         if not TOOL_NAME.fullmatch(tool.name):
             raise invalid(
                 "InvalidTool",
@@ -195,16 +225,24 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number (RFC 8259)")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is beyond the range of a double")
+    return value
+
+
 def json_body_error(body: bytes) -> tuple[str, str] | None:
     """What is wrong with the JSON request body ``body``, as ``(type, message)``, or
     ``None``. Checks every field a client sends, keys included: nesting deeper than
     ``MAX_DEPTH`` (``TooDeep``), text that is not JSON or not UTF-8, ``NaN`` / ``Infinity``
-    (``InvalidJson``; Python's parser takes them, RFC 8259 has no such numbers), and lone
+    and numbers too large for a double such as ``1e999`` (``InvalidJson``; Python's
+    parser takes them, RFC 8259 has no such numbers), and lone
     surrogates such as ``"\\ud800"`` (``InvalidText``: UTF-8 cannot encode them)."""
     if json_depth_over(body, MAX_DEPTH):
         return "TooDeep", f"the body nests JSON deeper than {MAX_DEPTH} levels"
     try:
-        parsed = json.loads(body, parse_constant=_refuse_constant)
+        parsed = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except ValueError as err:
         return "InvalidJson", f"the body is not valid JSON: {str(err)[:200]}"
     try:
@@ -212,6 +250,21 @@ def json_body_error(body: bytes) -> tuple[str, str] | None:
     except UnicodeEncodeError:
         return "InvalidText", "the body holds text that is not valid Unicode (a lone surrogate)"
     return None
+
+
+def is_json_media_type(content_types: list[bytes]) -> bool:
+    """Whether a body sent with these ``Content-Type`` header values is JSON: none at all
+    (FastAPI reads such a body as JSON), or exactly one ``application/json`` or
+    ``application/<something>+json`` (RFC 6839), in any letter case, with any parameters.
+    Two values are refused: which one a parser believes is not something to leave open."""
+    if not content_types:
+        return True
+    if len(content_types) > 1:
+        return False
+    media_type = content_types[0].split(b";")[0].strip().lower()
+    return media_type == b"application/json" or (
+        media_type.startswith(b"application/") and media_type.endswith(b"+json")
+    )
 
 
 BODY_CHECKED = "durable_agui.body_checked"
@@ -228,19 +281,28 @@ def checked_body(max_bytes: int) -> Callable[[Request], Awaitable[None]]:
         body = await request.body()
         if len(body) > max_bytes:
             raise too_large(f"the request body is over {max_bytes} bytes")
-        media_type = request.headers.get("content-type", "application/json").split(";")[0]
-        if body and media_type.strip().endswith("json"):
-            error = json_body_error(body)
-            if error is not None:
-                raise invalid(*error)
+        if not body:
+            return
+        content_types = [v for k, v in request.scope["headers"] if k.lower() == b"content-type"]
+        if not is_json_media_type(content_types):
+            raise api_error(
+                415,
+                "UnsupportedMediaType",
+                "a request body must be JSON: send Content-Type: application/json",
+            )
+        error = json_body_error(body)
+        if error is not None:
+            raise invalid(*error)
 
     return check
 
 
 class RequestBodyCheck:
     """ASGI middleware, before any route: 413 for a body over ``max_bytes`` (declared or
-    streamed), 422 for a JSON body that ``json_body_error`` refuses. Both answer with the
-    API's error body; the route never sees such a request."""
+    streamed), 415 for a body that is not JSON (``is_json_media_type``; this also refuses
+    the ``text/plain`` bodies a cross-site form can send), 422 for a JSON body that
+    ``json_body_error`` refuses. All answer with the API's error body; the route never sees
+    such a request."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -268,8 +330,16 @@ class RequestBodyCheck:
                 return
             if message["type"] != "http.request" or not message.get("more_body", False):
                 break
-        media_type = headers.get(b"content-type", b"application/json").split(b";")[0].strip()
-        if body and media_type.endswith(b"json"):
+        if body:
+            content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
+            if not is_json_media_type(content_types):
+                await self._refuse(
+                    send,
+                    415,
+                    "UnsupportedMediaType",
+                    "a request body must be JSON: send Content-Type: application/json",
+                )
+                return
             error = json_body_error(bytes(body))
             if error is not None:
                 await self._refuse(send, 422, *error)

@@ -86,6 +86,15 @@ class ToolResultsIn(CamelModel):
         return self
 
 
+class CancelIn(CamelModel):
+    run_id: str | None = Field(
+        default=None,
+        max_length=128,
+        description="The run to stop; refused (409 NoRunInProgress) when another run, or "
+        "none, is in progress. Without it, the run in progress is stopped.",
+    )
+
+
 class CancelOut(CamelModel):
     run_id: str = Field(description="The run being cancelled.")
     outcome: Literal["cancelled", "finished", "pending"] = Field(

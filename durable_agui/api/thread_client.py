@@ -171,16 +171,19 @@ async def submit_tool_results(
     )
 
 
-async def cancel_run(client: Client, thread_id: str, principal: str) -> CancelAccepted:
-    """Ask the run in progress to stop, and wait (up to ``CANCEL_WAIT``) for its outcome:
-    ``cancelled``, ``finished`` (the cancel came after its last model call), or
-    ``pending`` (a tool is still running; the run's stream shows the outcome)."""
+async def cancel_run(
+    client: Client, thread_id: str, principal: str, run_id: str | None = None
+) -> CancelAccepted:
+    """Ask the run in progress (``run_id``, when given, must be it) to stop, and wait (up
+    to ``CANCEL_WAIT``) for its outcome: ``cancelled``, ``finished`` (the cancel came after
+    its last model call), or ``pending`` (a tool is still running; the run's stream shows
+    the outcome)."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
     update = await _call(
         thread_id,
         lambda: handle.start_update(
             "cancel_run",
-            CancelRequest(principal=principal),
+            CancelRequest(principal=principal, run_id=run_id),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             result_type=CancelAccepted,
         ),

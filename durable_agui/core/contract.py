@@ -135,6 +135,11 @@ class ErrorType(StrEnum):
     """The model produced a tool call this server cannot track (an over-long id)."""
     ROLLING_OVER = "ThreadRollingOver"
     """The thread is continuing as new (a moment): the API sends the request again."""
+    RECONCILE_VERIFY_FAILED = "ReconcileVerifyFailed"
+    """A patched message did not read back as written (retried a few times)."""
+    RECONCILE_FAILED = "ReconcileFailed"
+    """Writing the answers failed for a reason retrying would not change; the answers stay
+    recorded and the next run writes them again."""
     THREAD_READ = "ThreadRead"
     """Not an error: the ``read_thread`` update's validator refuses with the thread's state
     as its details, so reads never leave a trace in history (see ``read_thread``)."""
@@ -277,9 +282,11 @@ class ToolResultsRequest(BaseModel):
 
 
 class CancelRequest(BaseModel):
-    """``cancel_run``'s input: who asks (only the thread's owner may cancel)."""
+    """``cancel_run``'s input: who asks (only the thread's owner may cancel), and the run
+    meant (``None``: whichever is in progress)."""
 
     principal: str = ANONYMOUS
+    run_id: str | None = None
 
 
 class ReadRequest(BaseModel):

@@ -57,9 +57,15 @@ STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, Cli
 call: the API answers 503 ``SessionStoreUnavailable``, the activities fail (and retry) with
 that type, and neither passes the driver's text (hosts, ports) to clients."""
 
-_UNREADABLE = (ValueError, KeyError, TypeError)
-"""What reading a stored record that does not parse raises (``json.JSONDecodeError`` is a
-``ValueError``; ``SessionMessage.from_dict`` raises ``KeyError``/``TypeError``)."""
+_UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, OSError, SessionException)
+"""What reading a stored record that cannot be used raises: ``json.JSONDecodeError`` (a
+``ValueError``), ``SessionMessage.from_dict`` on a record of the wrong shape (``KeyError``,
+``TypeError``, ``AttributeError``), a directory or an unreadable file where a record belongs
+(``OSError``), and Strands' own refusals (``SessionException``: invalid JSON, a symlink).
+A ``SessionException`` caused by one of ``STORE_ERRORS`` (S3 wraps its ``ClientError``) is
+the store being away, not a damaged record, and is raised as that cause."""
+
+_ROLES = ("user", "assistant")
 
 
 class SessionStoreInconsistent(Exception):
@@ -79,10 +85,35 @@ class CheckedRepository(SessionRepository):
     def _read(self, session_id: str, what: str, read: Callable[[], T]) -> T:
         try:
             return read()
+        except STORE_ERRORS:
+            raise
         except _UNREADABLE as err:
+            if isinstance(err.__cause__, STORE_ERRORS):
+                raise err.__cause__ from None
             raise SessionStoreInconsistent(
                 f"the session of thread {session_id!r} holds {what} that does not parse"
             ) from err
+
+    @staticmethod
+    def _check_message(session_id: str, message: SessionMessage) -> SessionMessage:
+        """``message`` if it holds a Strands message (a role and a list of content blocks).
+
+        Raises:
+            SessionStoreInconsistent: a record that parses but is not a message.
+        """
+        body = message.message
+        if (
+            isinstance(message.message_id, int)
+            and isinstance(body, dict)
+            and body.get("role") in _ROLES
+            and isinstance(body.get("content"), list)
+            and all(isinstance(block, dict) for block in body["content"])
+        ):
+            return message
+        raise SessionStoreInconsistent(
+            f"the session of thread {session_id!r} holds message {message.message_id!r}, "
+            "which is not a message (a role and a list of content blocks)"
+        )
 
     def create_session(self, session: Session, **kwargs: Any) -> Session:
         return self.inner.create_session(session, **kwargs)
@@ -113,11 +144,12 @@ class CheckedRepository(SessionRepository):
     def read_message(
         self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
     ) -> SessionMessage | None:
-        return self._read(
+        message = self._read(
             session_id,
             f"message {message_id}",
             lambda: self.inner.read_message(session_id, agent_id, message_id, **kwargs),
         )
+        return None if message is None else self._check_message(session_id, message)
 
     def update_message(
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
@@ -132,11 +164,12 @@ class CheckedRepository(SessionRepository):
         offset: int = 0,
         **kwargs: Any,
     ) -> list[SessionMessage]:
-        return self._read(
+        messages = self._read(
             session_id,
             "a message",
             lambda: self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs),
         )
+        return [self._check_message(session_id, message) for message in messages]
 
 
 class SessionStore(ABC):
@@ -176,10 +209,9 @@ class SessionStore(ABC):
             SessionStoreInconsistent: a message does not parse, or the indices have a gap.
         """
         repository = CheckedRepository(self.repository())
-        try:
-            messages = repository.list_messages(thread_id, AGENT_ID, offset=offset)
-        except SessionException:  # no agent record yet: the first turn writes it
-            return []
+        if repository.read_agent(thread_id, AGENT_ID) is None:
+            return []  # no agent record yet: the first turn writes it
+        messages = repository.list_messages(thread_id, AGENT_ID, offset=offset)
         for position, message in enumerate(messages, start=offset):
             if message.message_id != position:
                 raise SessionStoreInconsistent(

@@ -99,6 +99,9 @@ KEEP_CALL_IDS = 1000
 calls under their native ids."""
 PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
 """workflow.patched id: a cancel's answer waits for the run's end and names its outcome."""
+PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
+"""workflow.patched id: a cancel also stops the write of the answers that precedes a turn
+(one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 T = TypeVar("T")
@@ -149,6 +152,7 @@ class AgentThreadWorkflow:
         self._current_run_id: str | None = None
         self._cancel_requested = False
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
+        self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
         # The open batch: frontend calls by wire id, approvals by interrupt id, call order.
         self._calls: dict[str, PendingToolCall] = {c.wire_id: c for c in carry.calls}
         self._interrupts: dict[str, OpenInterrupt] = {i.interrupt_id: i for i in carry.interrupts}
@@ -469,6 +473,8 @@ class AgentThreadWorkflow:
         self._cancel_requested = True
         if self._turn_activity is not None:
             self._turn_activity.cancel()
+        if self._reconcile_activity is not None and workflow.patched(PATCH_CANCEL_RECONCILE):
+            self._reconcile_activity.cancel()
         if not workflow.patched(PATCH_CANCEL_OUTCOME):
             return CancelAccepted(run_id=run_id)
         await workflow.wait_condition(lambda: run_id in self._finished_run_ids)
@@ -477,10 +483,17 @@ class AgentThreadWorkflow:
 
     @cancel_run.validator
     def _validate_cancel(self, request: CancelRequest | None = None) -> None:
-        self._check_owner((request or CancelRequest(principal=self._start.owner)).principal)
+        request = request or CancelRequest(principal=self._start.owner)
+        self._check_owner(request.principal)
         if self._current_run_id is None:
             raise ApplicationError(
                 f"thread {self._thread_id!r} has no run in progress",
+                type=ErrorType.NO_RUN_IN_PROGRESS,
+            )
+        if request.run_id is not None and request.run_id != self._current_run_id:
+            raise ApplicationError(
+                f"run {_shown(request.run_id)} is not in progress on thread "
+                f"{self._thread_id!r} (run {self._current_run_id!r} is)",
                 type=ErrorType.NO_RUN_IN_PROGRESS,
             )
 
@@ -501,6 +514,10 @@ class AgentThreadWorkflow:
             wire_id = result.tool_call_id
             closed = self._closed_calls.get(wire_id)
             if closed is not None:
+                if closed[1] != ClosedReason.ANSWERED and result.same_answer(
+                    ToolResult(tool_call_id=wire_id, content=NO_ANSWER[closed[1]])
+                ):
+                    continue  # the client echoing the "no answer" result this server streamed
                 if closed[0] != result.answer_digest():
                     if closed[1] != ClosedReason.ANSWERED:
                         self._refuse_closed(wire_id, closed[1])
@@ -516,6 +533,8 @@ class AgentThreadWorkflow:
                     f"tool call {wire_id!r} already has a different result",
                     type=ErrorType.CONFLICTING_TOOL_RESULT,
                 )
+            if call is None and self._is_server_result(wire_id):
+                continue  # the client echoing a result this server streamed (ignored)
             if call is None:
                 hint = ""
                 if wire_id in self._approval_wire_ids:
@@ -568,6 +587,17 @@ class AgentThreadWorkflow:
                 type=ErrorType.ANSWERS_TOO_LARGE,
             )
 
+    def _is_server_result(self, wire_id: str) -> bool:
+        """Whether ``wire_id`` is a call whose result this server produced and streamed: a
+        backend call, or an approval already closed. AG-UI clients keep every
+        ``TOOL_CALL_RESULT`` as a ``role:"tool"`` message and send it again with the next
+        run; such a message is acknowledged and ignored (the stored result stands)."""
+        if wire_id not in self._tool_call_ids or wire_id in self._calls:
+            return False
+        if wire_id in self._approval_wire_ids:
+            return f"approve-{wire_id}" in self._closed_interrupts
+        return wire_id not in self._closed_calls
+
     def _held_bytes(self) -> int:
         """Bytes of the answers the open batch holds (counted against the batch budget)."""
         return sum(c.result.size() for c in self._calls.values() if c.result) + sum(
@@ -589,6 +619,7 @@ class AgentThreadWorkflow:
             for r in results
             if r.tool_call_id in self._closed_calls
             or (r.tool_call_id in self._calls and self._calls[r.tool_call_id].result is not None)
+            or (r.tool_call_id not in self._calls and self._is_server_result(r.tool_call_id))
         ]
         return held + [
             a.interrupt_id
@@ -710,14 +741,16 @@ class AgentThreadWorkflow:
         except ActivityError:
             workflow.logger.exception("writing expired results failed; the next run retries")
 
-    async def _write_tail(self, user_messages: list[UserInput]) -> bool:
+    async def _write_tail(self, user_messages: list[UserInput], cancellable: bool = False) -> bool:
         """Write the tail over the placeholders (and the new user input after them).
 
-        Returns whether the user input joined the tail's message.
+        Returns whether the user input joined the tail's message. With ``cancellable``, a
+        cancel of the run stops the write (``ActivityError`` caused by ``CancelledError``);
+        the tail stays, and the next run writes it.
         """
         if not self._tail and not (user_messages and self._tail_anchor):
             return False
-        written = await workflow.execute_activity(
+        handle = workflow.start_activity(
             "reconcile_session",
             ReconcileInput(
                 thread_id=self._thread_id,
@@ -736,6 +769,12 @@ class AgentThreadWorkflow:
                 f"{r.tool_name} {self._wire_id(r.native_id)}={r.native_id}" for r in self._tail
             ),
         )
+        if cancellable:
+            self._reconcile_activity = handle
+        try:
+            written = await handle
+        finally:
+            self._reconcile_activity = None
         self._tail = []
         return written.user_input_appended
 
@@ -845,7 +884,12 @@ class AgentThreadWorkflow:
         if continuing and not (closed_now or run.user_messages):
             return  # results of an expired batch wait for the next user input
         if continuing:
-            appended = await self._write_tail(run.user_messages)
+            try:
+                appended = await self._write_tail(run.user_messages, cancellable=True)
+            except ActivityError as err:
+                if isinstance(err.cause, CancelledError) and self._cancel_requested:
+                    raise _RunCancelled(persisted=False) from err
+                raise
             self._check_cancelled()
             await self._run_turn(run, [] if appended else run.user_messages, self._approved)
         elif run.user_messages:
@@ -964,10 +1008,10 @@ def _run_error(err: ActivityError) -> RunErrorEvent:
     ours (``ErrorType``), else a generic one, so no exception name, path or host reaches the
     client (the worker's log has the details)."""
     cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == ErrorType.RECONCILE_VERIFY_FAILED:
+        return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
     if isinstance(cause, ApplicationError) and cause.type in _OWN_ERROR_TYPES:
         return RunErrorEvent(message=str(cause.message), code=str(cause.type))
-    if isinstance(cause, ApplicationError) and cause.type == "ReconcileVerifyFailed":
-        return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
     return RunErrorEvent(
         message="the turn failed; the thread takes the next run (see the worker's log)",
         code="TurnFailed",

@@ -1,8 +1,9 @@
 """Record the event histories of the core scenarios as JSON, for the replay tests.
 
-Run ``python -m tests.histories.record`` after a deliberate change to the workflow's
-commands (guarded by ``workflow.patched``), and commit the new files next to the old ones:
-old histories must keep replaying, new ones show the new path. Each scenario runs the real
+Run ``python -m tests.histories.record NAME...`` after a deliberate change to the workflow's
+commands (guarded by ``workflow.patched``) for the scenario that takes the new path, and
+commit the new file next to the old ones: old histories must keep replaying, new ones show
+the new path (without names, every scenario is recorded again). Each scenario runs the real
 worker (real activities, offline model, a temporary session store) on the time-skipping
 test server.
 """
@@ -11,18 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+from temporalio import activity
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
-from durable_agui.core.contract import ResumeAnswer, ToolResult, ToolResultsRequest, workflow_id_for
+from durable_agui.activities.reconcile import ReconcileActivities
+from durable_agui.core.contract import (
+    CancelRequest,
+    ReconcileInput,
+    ReconcileOutput,
+    ResumeAnswer,
+    ToolResult,
+    ToolResultsRequest,
+    workflow_id_for,
+)
 from durable_agui.core.settings import Settings
-from durable_agui.worker import build_worker
+from durable_agui.worker import build_worker, thread_activities, thread_workflows
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import BIN
 from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING, run_events, start_run
@@ -107,6 +120,55 @@ async def continue_as_new(env: WorkflowEnvironment, settings: Settings, thread: 
         await run_events(env.client, thread, f"r{n}")
 
 
+async def cancel(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A cancel inside a backend tool: honoured after it, answered with the outcome."""
+    slow = 'call lookup_flight {"flight":"C1","delay_seconds":2}'
+    await start_run(env.client, settings, thread, "r1", slow, [])
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await asyncio.sleep(1)
+    accepted = await handle.execute_update(AgentThreadWorkflow.cancel_run, CancelRequest())
+    assert accepted.outcome == "cancelled", accepted
+    await start_run(env.client, settings, thread, "r2", "hello again", [])
+    await run_events(env.client, thread, "r2")
+
+
+class SlowReconcile(ReconcileActivities):
+    """A store slow to take the answers: the write outlasts the cancel that stops it."""
+
+    @activity.defn(name="reconcile_session")
+    async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
+        for _ in range(200):
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+        return await super().reconcile_session(request)
+
+
+async def cancel_during_reconcile(
+    env: WorkflowEnvironment, settings: Settings, thread: str
+) -> None:
+    """A cancel while the answers are written: the write is stopped, the run ends
+    cancelled, and the next run writes the answers and continues."""
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(run_id="r2", results=[ToolResult(tool_call_id=wire_id, content="yes")]),
+    )
+    await asyncio.sleep(1)
+    accepted = await handle.execute_update(
+        AgentThreadWorkflow.cancel_run, CancelRequest(run_id="r2")
+    )
+    assert accepted.outcome == "cancelled", accepted
+    events = await run_events(env.client, thread, "r2")
+    assert events[-1]["outcome"] == {"type": "cancelled"}, events[-1]
+
+
+SLOW_RECONCILE = {"cancel_during_reconcile"}
+"""Scenarios recorded with ``SlowReconcile`` in place of the real write."""
+
 SCENARIOS: dict[str, Scenario] = {
     "round_trip": round_trip,
     "parallel_calls": parallel_calls,
@@ -114,6 +176,8 @@ SCENARIOS: dict[str, Scenario] = {
     "expiry": expiry,
     "interrupt": interrupt,
     "continue_as_new": continue_as_new,
+    "cancel": cancel,
+    "cancel_during_reconcile": cancel_during_reconcile,
 }
 
 
@@ -136,7 +200,22 @@ async def record(name: str, scenario: Scenario) -> None:
     with tempfile.TemporaryDirectory() as data:
         settings = Settings(data_dir=Path(data), task_queue=f"record-{name}")
         try:
-            async with build_worker(env.client, settings):
+            if name not in SLOW_RECONCILE:
+                worker = build_worker(env.client, settings)
+            else:
+                # The real activities, the answers' write slowed down.
+                slow = SlowReconcile(settings)
+                activities = [
+                    slow.reconcile_session if a.__name__ == "reconcile_session" else a
+                    for a in thread_activities(settings)
+                ]
+                worker = Worker(
+                    env.client,
+                    task_queue=settings.task_queue,
+                    workflows=thread_workflows(),
+                    activities=activities,
+                )
+            async with worker:
                 await scenario(env, settings, name)
                 histories = await chain_of_runs(env.client, workflow_id_for(name))
                 for index, history in enumerate(histories):
@@ -148,10 +227,11 @@ async def record(name: str, scenario: Scenario) -> None:
             await env.shutdown()
 
 
-async def main() -> None:
-    for name, scenario in SCENARIOS.items():
-        await record(name, scenario)
+async def main(names: list[str]) -> None:
+    """Record ``names`` (all scenarios when empty); the others' files stay as they are."""
+    for name in names or SCENARIOS:
+        await record(name, SCENARIOS[name])
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

@@ -146,3 +146,18 @@ test("an approval interrupt cancelled with resume", async () => {
   await run(agent, { resume: [{ interruptId: interrupt.id, status: "cancelled" }] });
   assert.equal(lastAssistantText(agent), "cancel_booking -> error: The person declined this action; it was not run.");
 });
+
+test("a batch mixing a backend and a frontend call continues with the client's transcript", async () => {
+  // The client keeps the backend call's TOOL_CALL_RESULT as a tool message and sends it
+  // back with the answer: the server acknowledges it and keeps the result it stored.
+  const agent = newAgent("mixed");
+  say(agent, 'call lookup_flight {"flight":"XY9"}\ncall confirm_booking {"flight":"XY9"}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING] });
+  const pending = first.outcome.pendingToolCallIds;
+  assert.equal(pending.length, 1);
+  assert.equal(agent.messages.filter((m) => m.role === "tool").length, 1); // the backend result
+  await answerPendingCalls(agent, pending);
+  const text = lastAssistantText(agent);
+  assert.match(text, /^lookup_flight -> success: \{"flight": "XY9"/);
+  assert.match(text, /confirm_booking -> success: \{"approved":true,"flight":"XY9"\}$/);
+});

@@ -12,7 +12,13 @@ from pydantic import BaseModel
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
 from durable_agui.api.errors import api_error
-from durable_agui.api.limits import check_answers, check_counts, check_ids, check_tools
+from durable_agui.api.limits import (
+    check_answers,
+    check_counts,
+    check_ids,
+    check_tools,
+    check_user_content,
+)
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import submit_run
@@ -74,6 +80,7 @@ async def run_agent(
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
     check_ids(run_input)
+    check_user_content(run_input)
     check_tools(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
     check_answers(request.tool_results, request.resume, settings)

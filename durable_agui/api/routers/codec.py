@@ -8,6 +8,9 @@ Serves only when payload encryption is configured, and only to operators
 
 from __future__ import annotations
 
+import base64
+import json
+
 from fastapi import APIRouter, Request, Response
 from google.protobuf import json_format
 from google.protobuf.message import Error as ProtobufError
@@ -21,17 +24,55 @@ from durable_agui.core.codec import codec_for
 router = APIRouter(prefix="/codec", tags=["codec"])
 
 
+_BAD_PAYLOADS = (
+    'the body must be {"payloads": [...]}: Temporal Payloads in protobuf JSON, each '
+    "payload's data and metadata values in base64"
+)
+
+
+def _payloads(body: bytes) -> Payloads:
+    """The ``Payloads`` of a request body, strictly: a JSON object whose ``payloads`` is a
+    list of objects with base64 ``data`` and base64 ``metadata`` values (protobuf's parser
+    alone takes ``[]`` or a ``null`` list as no payloads, and skips bad base64).
+
+    Raises:
+        HTTPException: 400 ``BadPayloads`` for anything else.
+    """
+    try:
+        document = json.loads(body)
+        entries = document["payloads"]
+        if not isinstance(entries, list) or not all(
+            isinstance(entry, dict)
+            and isinstance(entry.get("metadata", {}), dict)
+            and all(
+                isinstance(value, str)
+                for value in [entry.get("data", ""), *entry.get("metadata", {}).values()]
+            )
+            for entry in entries
+        ):
+            raise ValueError("not a list of payloads")
+        for entry in entries:
+            for value in [entry.get("data", ""), *entry.get("metadata", {}).values()]:
+                base64.b64decode(value, validate=True)
+        payloads = Payloads()
+        json_format.ParseDict(document, payloads)
+    except (json_format.ParseError, ProtobufError, ValueError, TypeError, KeyError):
+        raise api_error(400, "BadPayloads", _BAD_PAYLOADS) from None
+    return payloads
+
+
 async def _apply(request: Request, settings: SettingsDep, decode: bool) -> Response:
     codec = codec_for(settings)
     if codec is None:
         raise api_error(404, "CodecDisabled", "payload encryption is not configured")
+    payloads = _payloads(await request.body())
     try:
-        payloads = json_format.Parse(await request.body(), Payloads())
         done = await (
             codec.decode(payloads.payloads) if decode else codec.encode(payloads.payloads)
         )
-    except (json_format.ParseError, ProtobufError, ValueError, TypeError, KeyError) as err:
-        raise api_error(400, "BadPayloads", f"not Temporal Payloads: {str(err)[:200]}") from err
+    except (ProtobufError, ValueError, TypeError, KeyError):
+        # A payload that says it is encrypted but does not decrypt with the key.
+        raise api_error(400, "BadPayloads", "a payload does not decrypt with this key") from None
     body = json_format.MessageToJson(Payloads(payloads=done))
     return Response(content=body, media_type="application/json")
 

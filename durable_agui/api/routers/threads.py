@@ -15,6 +15,7 @@ from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import api_error, store_errors_as_http
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
+    CancelIn,
     CancelOut,
     InterruptView,
     PendingToolCallView,
@@ -94,13 +95,18 @@ async def get_messages(
     """The persisted history as AG-UI messages; tool call ids are wire ids.
 
     503 ``SessionStoreInconsistent`` when the store does not hold what the thread recorded
-    (a message missing or unreadable), rather than a history with a gap.
+    (a message missing or unreadable), rather than a history with a gap. While no run is
+    in progress, only the messages the thread recorded are shown (a failed turn's partial
+    messages are not history: the next turn cuts them).
     """
     state = await thread_state(client, thread_id, principal)
     store = session_store(settings)
     with store_errors_as_http():
         await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
         persisted = await asyncio.to_thread(store.read_messages, state.session_id)
+    if state.current_run_id is None and state.message_count is not None:
+        # Idle: anything past the recorded count is a failed turn's, cut by the next one.
+        persisted = persisted[: state.message_count]
     native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
     pending_native = {call.native_id for call in state.pending_tool_calls}
     return ThreadMessages(
@@ -203,7 +209,10 @@ async def get_run_events(
     responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
 )
 async def post_cancel(
-    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
+    thread_id: ThreadIdDep,
+    client: TemporalDep,
+    principal: PrincipalDep,
+    body: CancelIn | None = None,
 ) -> CancelOut:
     """Stop the thread's run in progress, and say how it ended.
 
@@ -212,7 +221,10 @@ async def post_cancel(
     that turn had emitted are closed with an explicit "cancelled" result. ``outcome``:
     ``cancelled``; ``finished`` when the cancel came after the turn's last model call (the
     run completed as it would have); ``pending`` when a tool is still running after
-    10 s (the run stops once it returns; its stream shows the outcome).
+    about 10 s (the run stops once it returns; its stream shows the outcome).
+
+    The body is optional; ``{"runId": ...}`` stops that run only (409 when it is not the
+    one in progress), so a late cancel cannot stop the run queued after it.
     """
-    accepted = await cancel_run(client, thread_id, principal)
+    accepted = await cancel_run(client, thread_id, principal, body.run_id if body else None)
     return CancelOut(run_id=accepted.run_id, outcome=accepted.outcome)
