@@ -78,8 +78,10 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
         app.state.temporal = client or await connect(settings, API_RETRY)
         yield
 
-    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline.
+    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline. No
+    # /redoc: its bundle fetches a logo from cdn.redoc.ly.
     app = FastAPIOffline(
+        redoc_url=None,
         title="durable-agui",
         summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
         lifespan=lifespan,
