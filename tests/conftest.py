@@ -249,11 +249,16 @@ class Cluster:
         folder: Path,
         env: dict[str, str] | None = None,
         dynamic_config: dict[str, str] | None = None,
+        search_attributes: bool = True,
     ) -> None:
         self.folder = folder
         self.data_dir = folder / "data"
         self.server = DevServer(
-            self.data_dir, port=free_port(), ui_port=free_port(), dynamic_config=dynamic_config
+            self.data_dir,
+            port=free_port(),
+            ui_port=free_port(),
+            dynamic_config=dynamic_config,
+            search_attributes=search_attributes,
         )
         self.env = {
             **os.environ,

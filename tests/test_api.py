@@ -11,9 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.api.errors import from_rpc_error
 from tests.conftest import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
@@ -448,15 +446,3 @@ async def test_malformed_resume_payloads_and_event_ids_are_refused(http: httpx.A
         "/threads/t-resume-limits/runs/r1/events", headers={"Last-Event-ID": "²".encode("latin-1")}
     )
     assert bad_id.status_code == 400
-
-
-def test_a_server_without_the_search_attributes_is_a_503_that_says_what_to_do() -> None:
-    refused = RPCError(
-        "Namespace default has no mapping defined for search attribute PendingToolCalls",
-        RPCStatusCode.INVALID_ARGUMENT,
-        b"",
-    )
-    error = from_rpc_error(refused)
-    assert error.status_code == 503
-    assert error.detail["type"] == "SearchAttributesMissing"
-    assert "DURABLE_AGUI_SEARCH_ATTRIBUTES=false" in error.detail["message"]

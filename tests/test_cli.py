@@ -384,3 +384,97 @@ async def test_dev_stops_with_one_line_when_the_worker_cannot_start(
     assert "the worker" in said and "no-such-namespace" in said, dev.output
     assert "Traceback" not in dev.output, dev.output
     assert_nothing_left(tmp_path, ports.all())
+
+
+async def test_ctrl_c_during_a_long_tool_stops_dev_in_seconds_and_the_turn_resumes(
+    cli: Launch, tmp_path: Path
+) -> None:
+    """Ctrl-C used to wait for a running tool (up to the 15 s deadline, then exit 1 with a
+    page of ASGI tracebacks for each open stream). The turn is handed back to Temporal at
+    once; the next ``dev`` on the same data retries it and the run finishes."""
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+    await dev.line_containing("durable-agui dev is up")
+    url = f"http://127.0.0.1:{ports.api}"
+    slow = 'call lookup_flight {"flight":"XY9","delay_seconds":30}'
+    body = {
+        "threadId": "ctrl-c", "runId": "r1", "tools": [], "context": [], "state": {},
+        "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": slow}],
+    }  # fmt: skip
+    async with (
+        httpx.AsyncClient(base_url=url, trust_env=False, timeout=60) as http,
+        http.stream("POST", "/agents/demo", json=body) as response,
+    ):
+        async for chunk in response.aiter_text():
+            if "TOOL_CALL_END" in chunk:
+                break
+        loop = asyncio.get_running_loop()
+        stop_started = loop.time()
+        dev.send(signal.SIGINT)
+        assert await dev.exit_code() == 0, dev.output
+        took = loop.time() - stop_started
+    assert took < 12, (took, dev.output)  # the tool had 25 s to go
+    assert "Traceback" not in dev.output and "ASGI" not in dev.output, dev.output
+    assert_nothing_left(tmp_path, ports.all())
+
+    again = await cli(*dev_args(tmp_path / "data", ports))
+    await again.line_containing("durable-agui dev is up")
+    async with httpx.AsyncClient(base_url=url, trust_env=False, timeout=120) as http:
+        events = (await http.get("/threads/ctrl-c/runs/r1/events")).text
+    assert '"RUN_FINISHED"' in events and "turn_retried" in events, events
+
+
+async def test_a_second_dev_on_the_same_data_directory_is_refused(
+    cli: Launch, tmp_path: Path
+) -> None:
+    """Following the busy-port hints (other ports, same ``./data``) started a second
+    Temporal server on the same SQLite file and a second worker on the same sessions."""
+    first_ports = Ports.free()
+    first = await cli(*dev_args(tmp_path / "data", first_ports))
+    await first.line_containing("durable-agui dev is up")
+    second_ports = Ports.free()
+    second = await cli(*dev_args(tmp_path / "data", second_ports))
+    assert await second.exit_code() == 1
+    (line,) = [line for line in second.output.splitlines() if "durable-agui dev" in line]
+    assert f"pid {first.process.pid}" in line and "--data-dir" in line, second.output
+    assert "Traceback" not in second.output
+    assert [p for p in second_ports.all() if port_in_use("127.0.0.1", p)] == []
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        health = await http.get(f"http://127.0.0.1:{first_ports.api}/healthz")
+    assert health.status_code == 200  # the first one is unharmed
+
+
+async def test_dev_takes_its_settings_from_the_environment_too(cli: Launch, tmp_path: Path) -> None:
+    """The README's settings table applies to ``dev``: ``DURABLE_AGUI_DATA_DIR`` and
+    ``DURABLE_AGUI_API_PORT`` used to be ignored (``dev`` wrote ./data, tried port 8000)."""
+    ports = Ports.free()
+    data_dir = tmp_path / "from-env"
+    env = {"DURABLE_AGUI_DATA_DIR": str(data_dir), "DURABLE_AGUI_API_PORT": str(ports.api)}
+    dev = await cli(
+        "dev", "--temporal-port", str(ports.temporal), "--ui-port", str(ports.ui), env=env
+    )
+    await dev.line_containing("durable-agui dev is up")
+    assert f"http://127.0.0.1:{ports.api}/agents/demo" in dev.output
+    assert (data_dir / "temporal.sqlite").exists()
+
+
+async def test_dev_refuses_an_open_address_before_starting_anything(
+    cli: Launch, tmp_path: Path
+) -> None:
+    ports = Ports.free()
+    dev = await cli(*dev_args(tmp_path / "data", ports), "--host", "0.0.0.0")
+    assert await dev.exit_code() == 1
+    assert "DURABLE_AGUI_AUTH" in dev.output and "Temporal" not in dev.output, dev.output
+    assert not (tmp_path / "data").exists()
+
+
+async def test_read_commands_name_the_temporal_address_they_cannot_reach(
+    cli: Launch, tmp_path: Path
+) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    for args in (["threads"], ["thread", "t1"]):
+        command = await cli(*args, env={"DURABLE_AGUI_TEMPORAL_ADDRESS": nowhere})
+        assert await command.exit_code() == 1
+        (line,) = command.output.strip().splitlines()
+        assert nowhere in line and "DURABLE_AGUI_TEMPORAL_ADDRESS" in line, line
+        assert "tonic" not in line

@@ -3,14 +3,19 @@ the settings the app reads, and the Dockerfile installing the way the README doe
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from durable_agui.core.contract import SEARCH_ATTRIBUTES
 from durable_agui.core.settings import Settings
+from tests.conftest import Cluster
+from tests.support import post_run, run_input, text_of
 
 ROOT = Path(__file__).parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -84,3 +89,49 @@ def test_the_dockerfile_installs_as_the_readme_says() -> None:
     packages = re.findall(r'"(\w+)\*"', (ROOT / "pyproject.toml").read_text())
     for package in set(packages) - {"bench"}:  # the bench runs from a checkout, not the image
         assert f"COPY {package} ./{package}" in dockerfile, package
+
+
+async def test_a_server_without_the_search_attributes_is_told_and_the_setup_script_fixes_it(
+    tmp_path: Path,
+) -> None:
+    """Against a Temporal server that lacks them: runs get 503 ``SearchAttributesMissing``
+    naming the fix (no ``Retry-After``: waiting does not help); the README's command for
+    the setup script registers them, and the same run then goes through."""
+    cluster = Cluster(tmp_path, search_attributes=False)
+    cluster.server.start()
+    try:
+        cluster.start_worker("w")
+        url = cluster.start_api("api")
+        body = run_input("attrs", "r1", [{"id": "u1", "role": "user", "content": "hi"}], [])
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            refused = await http.post("/agents/demo", json=body)
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["detail"]["type"] == "SearchAttributesMissing"
+            assert "deploy/temporal-setup.sh" in refused.json()["detail"]["message"]
+            assert "retry-after" not in refused.headers
+
+            without_address = subprocess.run(
+                ["sh", "deploy/temporal-setup.sh"],
+                cwd=ROOT, env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+            )  # fmt: skip
+            assert without_address.returncode != 0
+            assert "TEMPORAL_ADDRESS" in without_address.stderr
+            setup = subprocess.run(
+                ["sh", "deploy/temporal-setup.sh"],
+                cwd=ROOT,
+                env={
+                    "PATH": "/usr/bin:/bin",  # the CLI is found in the checkout's .venv
+                    "TEMPORAL_ADDRESS": cluster.server.address,
+                    "TEMPORAL_NAMESPACE": "default",
+                },
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert setup.returncode == 0, setup.stderr
+            assert f"on {cluster.server.address} ready" in setup.stdout
+
+            status, events = await post_run(http, "demo", body)
+            assert status == 200 and text_of(events) == "echo: hi", events
+    finally:
+        cluster.stop_all()

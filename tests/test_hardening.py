@@ -389,6 +389,7 @@ async def test_docs_are_served_without_a_cdn(http: httpx.AsyncClient) -> None:
     )
     bundle = await http.get(script)
     assert bundle.status_code == 200 and len(bundle.content) > 100_000
+    assert (await http.get("/redoc")).status_code == 404  # its bundle needs a CDN
 
 
 async def test_the_interrupt_is_spelled_alike_in_the_stream_and_in_the_thread_view(

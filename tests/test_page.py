@@ -6,12 +6,14 @@ download). Screenshots of every step go to ``test-output/`` at the repository ro
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from durable_agui.sessions.store import FileSessionStore
 from tests.conftest import DevStack
 from tests.prerequisites import require_chromium
 
@@ -170,6 +172,64 @@ async def test_a_new_thread_makes_no_failed_request(page: Page, running_stack: D
     await expect(page.locator("#temporal-link")).to_be_visible()
     await shot(page, "page-5-new-thread")
     assert problems == []
+
+
+async def test_a_send_the_server_cannot_take_is_shown_and_the_next_one_goes(
+    page: Page, running_stack: DevStack
+) -> None:
+    """The server away (the request fails), then refusing (an error body): each is shown,
+    and the page takes the next message (it used to stay "running" and ignore every send)."""
+    await page.goto(f"{running_stack.url}/#thread=page-away")
+    await expect(page.locator("#status")).to_have_text("new thread")
+    await page.route("**/agents/demo", lambda route: route.abort("connectionrefused"))
+    await page.fill("#text", "are you there?")
+    await page.click("button[type=submit]")
+    await expect(page.locator(".msg.error")).to_contain_text("does not answer")
+    await expect(page.locator("#status")).to_have_text("error")
+    await page.unroute("**/agents/demo")
+
+    await page.fill("#text", "now?")
+    await page.click("button[type=submit]")
+    # The message that never arrived goes with the next one, as the transcript holds both.
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: are you there?\nnow?")
+    await expect(page.locator("#status")).to_have_text("idle")
+
+
+async def test_a_history_the_store_cannot_serve_is_an_error_on_the_page(
+    page: Page, running_stack: DevStack
+) -> None:
+    """GET messages answered 503 and the page showed nothing at all (a JS error only)."""
+    await page.goto(f"{running_stack.url}/#thread=page-damaged")
+    await page.fill("#text", "one")
+    await page.click("button[type=submit]")
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: one")
+    store = running_stack.store
+    assert isinstance(store, FileSessionStore)
+    path = store.message_path("page-damaged", 1)
+    good = path.read_bytes()
+    path.write_text("{not json")
+    try:
+        await page.reload()
+        error = page.locator(".msg.error")
+        await expect(error).to_contain_text("loading the history: 503")
+        await expect(error).to_contain_text("does not parse")
+        await expect(page.locator("#status")).to_have_text("error")
+    finally:
+        path.write_bytes(good)
+    await page.reload()
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: one")
+
+
+async def test_a_link_with_a_bad_thread_id_opens_a_new_thread(
+    page: Page, running_stack: DevStack
+) -> None:
+    """``#thread=bad id!`` used to fail its view with 422 and then POST to ``/agents/``."""
+    await page.goto(f"{running_stack.url}/#thread=bad%20id!")
+    await expect(page.locator(".msg.error")).to_contain_text("is not a thread id")
+    await expect(page.locator("#thread-id")).to_have_text(re.compile(r"^web-"))
+    await page.fill("#text", "hello")
+    await page.click("button[type=submit]")
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: hello")
 
 
 async def test_the_temporal_ui_finds_the_waiting_thread(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import httpx
 import pytest
 
 from durable_agui.sessions.store import FileSessionStore
-from tests.conftest import DevStack
+from tests.conftest import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,
@@ -249,3 +250,22 @@ async def test_an_answer_written_into_a_damaged_session_ends_the_run_and_is_kept
         if "toolResult" in block
     ]
     assert [r["content"] for r in results] == [[{"text": "yes"}]]
+
+
+async def test_the_thread_command_refuses_a_history_with_a_gap_like_the_api(
+    http: httpx.AsyncClient, stack: DevStack, tmp_path: Path
+) -> None:
+    """``durable-agui thread`` printed what was left (``m0`` only) and exited 0."""
+    thread = "cli-gap"
+    await say(http, thread, "r0", "one")
+    moved = tmp_path / "message.json"
+    shutil.move(message_file(stack, thread, 1), moved)
+    env = {**stack.env, "DURABLE_AGUI_TEMPORAL_ADDRESS": stack.temporal_address}
+    command = [str(BIN / "durable-agui"), "thread", thread, "--data-dir", str(stack.data_dir)]
+    shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 1, shown.stdout
+    assert "fewer than the 2 messages the thread recorded" in shown.stderr, shown.stderr
+    assert "transcript" not in shown.stdout
+    shutil.move(moved, message_file(stack, thread, 1))
+    shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and '"content":"echo: one"' in shown.stdout, shown.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -47,7 +46,10 @@ from durable_agui.sessions.patch import patch_tool_results, write_back
 
 logger = logging.getLogger(__name__)
 
-CANCEL_GRACE = timedelta(seconds=10)
+SHUTDOWN_GRACE = timedelta(seconds=1)
+"""How long a turn whose worker is shutting down (after the worker's own graceful period)
+waits for Strands to stop before the attempt fails and is retried elsewhere: Ctrl-C on
+``durable-agui dev`` during a turn takes about five seconds, not a tool's whole run."""
 CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
 """The assistant message a turn cancelled at a safe point ends with (not streamed)."""
 """How long a cancelled turn may take to reach Strands' next safe stopping point."""
@@ -261,8 +263,11 @@ class TurnActivities:
             if activity.is_worker_shutdown():
                 # Not the person's cancel: this worker is going away. Fail the attempt;
                 # the retry on another worker starts over from the turn's starting point.
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(streaming, CANCEL_GRACE.total_seconds())
+                # asyncio.wait, not wait_for: that would wait for the cancelled stream to
+                # end, which is after a running tool returns, however long it takes.
+                await asyncio.wait({streaming}, timeout=SHUTDOWN_GRACE.total_seconds())
+                if streaming.done() and not streaming.cancelled():
+                    streaming.exception()  # read: it is this attempt's, and it is over
                 raise
             # The person's cancel: Strands stops at its next safe point, after a running
             # tool returns, however long that takes (the heartbeat keeps going).

@@ -126,8 +126,10 @@ def create_app(
         await context.temporal()  # fail at start, not on the first request
         yield
 
-    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline.
+    # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline. No
+    # /redoc: its bundle fetches a logo from cdn.redoc.ly.
     app = FastAPIOffline(
+        redoc_url=None,
         title="durable-agui",
         summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
         lifespan=lifespan,

@@ -46,9 +46,12 @@ RETRY_AFTER = {429: "1", 503: "5"}
 """``Retry-After`` seconds sent with statuses a client should retry."""
 
 
-def api_error(status: int, error_type: str, message: str, **extra: Any) -> HTTPException:
-    """The ``HTTPException`` for every error this API answers (``RETRY_AFTER`` included)."""
-    headers = {"Retry-After": RETRY_AFTER[status]} if status in RETRY_AFTER else None
+def api_error(
+    status: int, error_type: str, message: str, *, retry: bool = True, **extra: Any
+) -> HTTPException:
+    """The ``HTTPException`` for every error this API answers, with ``RETRY_AFTER`` for its
+    status unless ``retry`` is false (a 503 that retrying cannot end: a setting is missing)."""
+    headers = {"Retry-After": RETRY_AFTER[status]} if retry and status in RETRY_AFTER else None
     return HTTPException(
         status_code=status,
         detail={"type": error_type, "message": message, **extra},
@@ -115,6 +118,7 @@ def from_rpc_error(err: RPCError, thread_id: str | None = None) -> HTTPException
             "SearchAttributesMissing",
             f"{err.message}: register them on the Temporal server "
             "(deploy/temporal-setup.sh) or set DURABLE_AGUI_SEARCH_ATTRIBUTES=false",
+            retry=False,
         )
     if err.status == RPCStatusCode.INVALID_ARGUMENT:
         return api_error(422, "InvalidRequest", err.message)

@@ -115,8 +115,12 @@ class DevServer:
         ui_port: int = 8233,
         codec_endpoint: str | None = None,
         dynamic_config: dict[str, str] | None = None,
+        search_attributes: bool = True,
     ) -> None:
         self.codec_endpoint = codec_endpoint
+        self.search_attributes = search_attributes
+        """Whether the server starts with the threads' search attributes registered (tests
+        of a server without them pass ``False``)."""
         self.dynamic_config = dynamic_config or {}
         """``--dynamic-config-value`` settings of the server (tests and the bench tune it)."""
         self.data_dir = data_dir
@@ -151,7 +155,7 @@ class DevServer:
             "--http-port", str(free_port(self.host)),
             "--metrics-port", str(self.metrics_port),
             "--namespace", "default",
-            *(arg for name, kind in SEARCH_ATTRIBUTES.items()
+            *(arg for name, kind in SEARCH_ATTRIBUTES.items() if self.search_attributes
               for arg in ("--search-attribute", f"{name}={kind}")),
             "--ui-disable-news-fetch",
             *(("--ui-codec-endpoint", self.codec_endpoint) if self.codec_endpoint else ()),

@@ -28,6 +28,10 @@ from durable_agui.core.temporal import connect
 from durable_agui.sessions import session_store
 
 
+class TemporalUnreachable(RuntimeError):
+    """The Temporal server in the settings does not answer (the message names it)."""
+
+
 class ThreadNotInStore(RuntimeError):
     """The thread exists in Temporal, but the session store read has no session for it."""
 
@@ -84,6 +88,7 @@ async def show_thread(
 
     Raises:
         ThreadNotInStore: the store read (``settings``) holds no session for the thread.
+        SessionStoreInconsistent: the store does not hold what the thread recorded.
         temporalio.service.RPCError: no such thread in Temporal.
     """
     workflow_id = workflow_id_for(thread_id, principal)
@@ -94,7 +99,11 @@ async def show_thread(
             f"thread {thread_id!r} has no session in the session store at "
             f"{store_location(settings)}: give the stack's --data-dir (or store settings)"
         )
+    # Checked as GET /threads/{id}/messages checks it: a history with a gap is an error.
+    await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
     stored = await asyncio.to_thread(store.read_messages, state.session_id)
+    if state.current_run_id is None and state.message_count is not None:
+        stored = stored[: state.message_count]  # a failed turn's writes are not history
     messages = to_agui_messages(
         stored,
         {native: wire for wire, native in state.tool_call_ids.items()},
@@ -132,7 +141,13 @@ async def run_inspect(
 ) -> None:
     if thread_id is not None and not THREAD_ID_PATTERN.fullmatch(thread_id):
         raise ValueError(f"not a thread id: {thread_id!r}")
-    client = await connect(settings)
+    try:
+        client = await connect(settings)
+    except RuntimeError:
+        raise TemporalUnreachable(
+            f"Temporal at {settings.temporal_address} does not answer: start the stack "
+            "(durable-agui dev), or set DURABLE_AGUI_TEMPORAL_ADDRESS to its host:port"
+        ) from None
     lines = (
         await show_thread(client, settings, thread_id, principal)
         if thread_id

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import fcntl
 import http.client
 import logging
 import os
@@ -34,7 +35,7 @@ from durable_agui.cli.inspect import run_inspect, store_location
 from durable_agui.core.contract import ANONYMOUS
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
-from durable_agui.sessions import session_store
+from durable_agui.sessions import SessionStoreInconsistent, session_store
 from durable_agui.worker import build_worker
 
 STOP_GRACE_S = 15.0
@@ -126,7 +127,14 @@ def _until_stopped(
         with stopping.on_signals(task), contextlib.suppress(asyncio.CancelledError):
             await task
 
-    asyncio.run(run())
+    # Not asyncio.run: it joins the default executor's threads on the way out, and one may
+    # be running a tool of a turn that was handed back to Temporal (minutes, at worst).
+    # The caller exits the process next, which ends them.
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(run())
+    finally:
+        loop.close()
 
 
 def _listen(settings: Settings) -> socket.socket:
@@ -148,6 +156,19 @@ def _listen(settings: Settings) -> socket.socket:
                 "port with --port"
             ) from None
         raise _Failure(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+
+
+class _CutStreams(logging.Filter):
+    """Drops what uvicorn logs as errors about the responses it cancels once the graceful
+    shutdown period ends (SSE streams still following runs): "Cancel N running task(s)",
+    and an "Exception in ASGI application" for each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (
+            "timeout graceful shutdown exceeded" in record.getMessage()
+            or (isinstance(error, asyncio.CancelledError) and "graceful shutdown" in str(error))
+        )
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -328,6 +349,9 @@ async def _serve(
     finally:
         stopping.arm()
         if api is not None:
+            # Streams still open when uvicorn's graceful period ends are cut (their clients
+            # resume with Last-Event-ID); uvicorn would log each as an ASGI exception.
+            logging.getLogger("uvicorn.error").addFilter(_CutStreams())
             api.should_exit = True
         if worker is not None:
             await worker.shutdown()
@@ -413,6 +437,7 @@ def _dev(args: argparse.Namespace) -> None:
         _Failure: one line, when a port is busy or a part cannot start or ends by itself.
     """
     settings = _settings(args)
+    check_auth_settings(settings)  # before anything starts or is written
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
     server = DevServer(
         settings.data_dir,
@@ -423,10 +448,36 @@ def _dev(args: argparse.Namespace) -> None:
     settings = settings.model_copy(
         update={"temporal_address": server.address, "temporal_ui_url": server.ui_url}
     )
-    with _listen(settings) as api_socket:
+    with _listen(settings) as api_socket, _only_dev_on(settings.data_dir):
         _until_stopped(
             "dev", lambda stopping: _run_dev(settings, server, api_socket, stopping), server.kill
         )
+
+
+@contextlib.contextmanager
+def _only_dev_on(data_dir: Path) -> Iterator[None]:
+    """Hold ``<data_dir>/dev.lock`` while inside: a second ``dev`` on the same data
+    directory (other ports) would run a second Temporal server on the same SQLite file and
+    a second worker on the same sessions.
+
+    Raises:
+        _Failure: another process holds the lock (its pid is named).
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / "dev.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "?"
+            raise _Failure(
+                f"another durable-agui dev (pid {holder}) is using {data_dir}: stop it, "
+                "or give this one its own --data-dir"
+            ) from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
 
 
 async def _run_dev(
@@ -495,9 +546,17 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="dev server + worker + API in one command")
-    dev.add_argument("--port", type=int, default=8000, help="API port (default 8000)")
-    dev.add_argument("--host", default=None, help="API address (default 127.0.0.1)")
-    dev.add_argument("--data-dir", default="./data", help="sessions and Temporal's SQLite file")
+    dev.add_argument(
+        "--port", type=int, default=None, help="API port (DURABLE_AGUI_API_PORT, default 8000)"
+    )
+    dev.add_argument(
+        "--host", default=None, help="API address (DURABLE_AGUI_API_HOST, default 127.0.0.1)"
+    )
+    dev.add_argument(
+        "--data-dir",
+        default=None,
+        help="sessions and Temporal's SQLite file (DURABLE_AGUI_DATA_DIR, default ./data)",
+    )
     dev.add_argument(
         "--agents",
         default=None,
@@ -535,7 +594,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     migrate.set_defaults(run=_migrate)
 
-    threads = commands.add_parser("threads", help="list running threads (Temporal visibility)")
+    reads = (
+        "Reads Temporal at DURABLE_AGUI_TEMPORAL_ADDRESS (default 127.0.0.1:7233) and the "
+        "session store of the DURABLE_AGUI_* settings; writes nothing."
+    )
+    threads = commands.add_parser(
+        "threads", help="list running threads (Temporal visibility)", description=reads
+    )
     threads.add_argument(
         "--status",
         choices=["idle", "running", "awaiting_tool_results", "awaiting_approval"],
@@ -547,7 +612,7 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     thread = commands.add_parser(
-        "thread", help="one thread: its state and its transcript (read-only)"
+        "thread", help="one thread: its state and its transcript (read-only)", description=reads
     )
     thread.add_argument("thread_id")
     thread.add_argument("--data-dir", default=None)
@@ -576,12 +641,16 @@ def main(argv: list[str] | None = None) -> None:
         except ApplicationError as err:  # the thread refused the read
             print(f"durable-agui {args.command}: {err.message}", file=sys.stderr)
             code = 1
-        except (ValueError, RuntimeError) as err:  # a bad argument, Temporal unreachable
+        except (ValueError, RuntimeError, SessionStoreInconsistent) as err:
+            # A bad argument, Temporal unreachable, a store that lacks the thread's history.
             print(f"durable-agui {args.command}: {err}", file=sys.stderr)
             code = 1
+        except BrokenPipeError:  # `durable-agui threads | head`: the reader has enough
+            code = 0
         # Short commands end here: leaving the Temporal client's native threads to
         # interpreter shutdown can abort the process (PyGILState_Release while finalizing).
-        sys.stdout.flush()
+        with contextlib.suppress(BrokenPipeError):
+            sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     if args.command in ("dev", "worker", "api"):
