@@ -7,6 +7,7 @@ anyone else, exactly as for a thread that does not exist (nothing leaks its exis
 from __future__ import annotations
 
 import asyncio
+import json
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -15,11 +16,15 @@ from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from durable_agui.api.context import request_context
+from durable_agui.api.errors import api_error
 from durable_agui.core.contract import ANONYMOUS
 from durable_agui.core.settings import Settings
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 HMAC_ALGORITHMS = {"HS256", "HS384", "HS512"}
+INVALID_HOST = "InvalidHost"
+NOT_LOOPBACK = "only loopback host names are served without authentication"
+"""The error for a ``Host`` name that is not loopback, without authentication."""
 
 
 def unauthorized(message: str) -> HTTPException:
@@ -149,6 +154,13 @@ async def codec_operator(request: Request) -> str:
 CodecOperatorDep = Annotated[str, Depends(codec_operator)]
 
 
+def loopback_host_only(request: Request) -> None:
+    """``LoopbackHostOnly`` as a router dependency, for ``create_router`` in an app of your
+    own (whose middleware is yours): 400 ``InvalidHost`` for any other ``Host`` name."""
+    if _host_name(request.scope) not in LOOPBACK_HOSTS:
+        raise api_error(400, INVALID_HOST, NOT_LOOPBACK)
+
+
 class LoopbackHostOnly:
     """ASGI middleware for unauthenticated mode: only loopback ``Host`` names are served
     (``127.0.0.1``, ``localhost``, ``[::1]``, any port), so a web page that rebinds its own
@@ -159,7 +171,7 @@ class LoopbackHostOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _host_name(scope) not in LOOPBACK_HOSTS:
-            body = b'{"detail":{"type":"InvalidHost","message":"only loopback host names are served without authentication"}}'
+            body = json.dumps({"detail": {"type": INVALID_HOST, "message": NOT_LOOPBACK}})
             await send(
                 {
                     "type": "http.response.start",
@@ -167,7 +179,7 @@ class LoopbackHostOnly:
                     "headers": [(b"content-type", b"application/json")],
                 }
             )
-            await send({"type": "http.response.body", "body": body})
+            await send({"type": "http.response.body", "body": body.encode()})
             return
         await self.app(scope, receive, send)
 
