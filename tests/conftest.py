@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.cli.devserver import DevServer, free_port
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import SessionStore, session_store
+from tests.fresh_venv import ProjectStack, Venv, copy_checkout
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
 
 BIN = Path(sys.executable).parent
@@ -144,10 +145,26 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
 
 
 class DevStack:
-    """``durable-agui dev`` as a real subprocess on free loopback ports, over one data dir."""
+    """``durable-agui dev`` as a real subprocess on free loopback ports, over one data dir.
 
-    def __init__(self, data_dir: Path, log_path: Path, env: dict[str, str] | None = None) -> None:
+    ``bin_dir``: where ``durable-agui`` is (default: this venv's); ``cwd``: where it runs;
+    ``agents``: its ``--agents``.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        *,
+        bin_dir: Path = BIN,
+        cwd: Path | None = None,
+        agents: str | None = None,
+    ) -> None:
         self.env = {**os.environ, **(env or {})}
+        self.bin_dir = bin_dir
+        self.cwd = cwd
+        self.agents = agents
         self.data_dir = data_dir
         self.log_path = log_path
         self.api_port = free_port()
@@ -173,15 +190,21 @@ class DevStack:
 
     def start(self, timeout_s: float = 90.0) -> None:
         command = [
-            str(BIN / "durable-agui"), "dev",
+            str(self.bin_dir / "durable-agui"), "dev",
             "--port", str(self.api_port),
             "--data-dir", str(self.data_dir),
             "--temporal-port", str(self.temporal_port),
             "--ui-port", str(self.ui_port),
+            *(("--agents", self.agents) if self.agents else ()),
         ]  # fmt: skip
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
         self._process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=self.env,
+            cwd=self.cwd,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -339,3 +362,73 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
         yield running
     finally:
         running.stop_all()
+
+
+@pytest.fixture(scope="module")
+def packaging_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh venv with the OpenAI Agents SDK (``import agents``), then the checkout
+    installed over it (not editable): what would overwrite the SDK's files did so here."""
+    folder = tmp_path_factory.mktemp("packaging")
+    checkout = copy_checkout(folder)
+    venv = Venv(folder / "venv")
+    venv.pip_install("openai-agents")
+    venv.pip_install(checkout)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def example_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Path]:
+    """A fresh venv with the checkout and ``examples/travel`` installed (not editable), and
+    the example's folder (in a copy of the checkout) to run it from."""
+    folder = tmp_path_factory.mktemp("example")
+    checkout = copy_checkout(folder)
+    example = checkout / "examples" / "travel"
+    venv = Venv(folder / "venv")
+    venv.pip_install(checkout)
+    venv.pip_install(example)
+    return venv, example
+
+
+@pytest.fixture(scope="module")
+def travel_dev(
+    example_venv: tuple[Venv, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    """``durable-agui dev --agents agents`` started in the example's folder."""
+    venv, example = example_venv
+    folder = tmp_path_factory.mktemp("travel-dev")
+    stack = DevStack(
+        folder / "data", folder / "dev.log", bin_dir=venv.bin_dir, cwd=example, agents="agents"
+    )
+    stack.env.pop("PYTHONPATH", None)  # the module must come from the folder it runs in
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def travel_embedded(
+    example_venv: tuple[Venv, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ProjectStack]:
+    """The example's own worker and app (``python worker.py``, ``uvicorn api:app``) on a
+    dev server of their own."""
+    venv, example = example_venv
+    stack = ProjectStack(venv, example, tmp_path_factory.mktemp("travel-embedded"))
+    stack.env.pop("PYTHONPATH", None)
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module", params=["dev", "embedded"])
+def travel(request: pytest.FixtureRequest) -> str:
+    """The URL the travel agent's API is at, served each way in turn: by ``durable-agui
+    dev`` (the routes at the root) and by the example's own app (under ``/ai``)."""
+    if request.param == "dev":
+        dev: DevStack = request.getfixturevalue("travel_dev")
+        return dev.url
+    embedded: ProjectStack = request.getfixturevalue("travel_embedded")
+    return f"{embedded.url}/ai"

@@ -54,7 +54,9 @@ def _agents_of(target: Any, where: str) -> list[AgentDefinition]:
     if isinstance(target, AgentDefinition):
         return [target]
     if isinstance(target, ModuleType):
-        declared = getattr(target, "AGENTS", None) or getattr(target, "agents", None)
+        # AGENTS only: a module's ``agents`` may be anything (``import agents``, the OpenAI
+        # Agents SDK), and an empty AGENTS means no agents, not "look for some".
+        declared = getattr(target, "AGENTS", None)
         if declared is not None:
             return _agents_of(declared, f"{where}:AGENTS")
         found = [value for value in vars(target).values() if isinstance(value, AgentDefinition)]

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from durable_agui.agents import AgentRegistry, load_agents
-from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings
+from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.context import ApiContext
 from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
@@ -78,7 +78,9 @@ def create_router(
     ``load_agents(settings.agents)``; ``client``: a Temporal client made with
     ``durable_agui.connect`` (default: one is connected on the first request). Every
     request body is checked (size, JSON) as ``create_app`` does; add ``RequestBodyCheck``
-    to your app as well to refuse an over-long chunked body before it is read whole.
+    to your app as well to refuse an over-long chunked body before it is read whole. With
+    ``auth="none"`` only loopback ``Host`` names are served (400 ``InvalidHost``), as
+    ``create_app`` does.
 
     Raises:
         RuntimeError: settings that must not serve (``check_auth_settings``).
@@ -91,8 +93,14 @@ def create_router(
         agents=agents if agents is not None else load_agents(settings.agents),
         client=client,
     )
+    # Without authentication, loopback Host names only (as create_app's LoopbackHostOnly).
+    hosts = [Depends(loopback_host_only)] if settings.auth == "none" else []
     router = APIRouter(
-        dependencies=[Depends(context.bind), Depends(checked_body(settings.max_request_bytes))]
+        dependencies=[
+            *hosts,
+            Depends(context.bind),
+            Depends(checked_body(settings.max_request_bytes)),
+        ]
     )
     router.include_router(agents_routes.router)
     router.include_router(threads.router)

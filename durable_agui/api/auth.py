@@ -16,11 +16,17 @@ from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from durable_agui.api.context import request_context
+from durable_agui.api.errors import api_error
 from durable_agui.core.contract import ANONYMOUS
 from durable_agui.core.settings import Settings
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 HMAC_ALGORITHMS = {"HS256", "HS384", "HS512"}
+INVALID_HOST = "InvalidHost"
+NOT_LOOPBACK = "only loopback host names are served without authentication"
+CROSS_ORIGIN = "CrossOrigin"
+NOT_LOCAL_PAGE = "without authentication, only pages served from this machine may send requests"
+"""The error for a ``Host`` name that is not loopback, without authentication."""
 
 
 def unauthorized(message: str) -> HTTPException:
@@ -150,6 +156,14 @@ async def codec_operator(request: Request) -> str:
 CodecOperatorDep = Annotated[str, Depends(codec_operator)]
 
 
+def loopback_host_only(request: Request) -> None:
+    """``LoopbackHostOnly`` as a router dependency, for ``create_router`` in an app of your
+    own (whose middleware is yours): the same refusals, raised as the API's errors."""
+    refusal = _not_local(request.scope)
+    if refusal is not None:
+        raise api_error(*refusal)
+
+
 class LoopbackHostOnly:
     """ASGI middleware for unauthenticated mode, where anything that reaches the port may
     act on every thread; only the local machine may:
@@ -167,31 +181,26 @@ class LoopbackHostOnly:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if _host_name(_header(scope, b"host")) not in LOOPBACK_HOSTS:
-            await _refuse(
-                send,
-                400,
-                "InvalidHost",
-                "only loopback host names are served without authentication",
-            )
-            return
-        origin = _header(scope, b"origin")
-        if (
-            scope["method"] not in _SAFE_METHODS
-            and origin is not None
-            and _host_name(origin.partition("://")[2] or "null") not in LOOPBACK_HOSTS
-        ):
-            await _refuse(
-                send,
-                403,
-                "CrossOrigin",
-                "without authentication, only pages served from this machine may send requests",
-            )
+        refusal = _not_local(scope) if scope["type"] == "http" else None
+        if refusal is not None:
+            await _refuse(send, *refusal)
             return
         await self.app(scope, receive, send)
+
+
+def _not_local(scope: Scope) -> tuple[int, str, str] | None:
+    """``(status, type, message)`` when the HTTP request in ``scope`` is not the local
+    machine's (see ``LoopbackHostOnly``), else ``None``."""
+    if _host_name(_header(scope, b"host")) not in LOOPBACK_HOSTS:
+        return 400, INVALID_HOST, NOT_LOOPBACK
+    origin = _header(scope, b"origin")
+    if (
+        scope["method"] not in _SAFE_METHODS
+        and origin is not None
+        and _host_name(origin.partition("://")[2] or "null") not in LOOPBACK_HOSTS
+    ):
+        return 403, CROSS_ORIGIN, NOT_LOCAL_PAGE
+    return None
 
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

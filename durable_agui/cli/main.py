@@ -27,7 +27,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from durable_agui.agents import AgentsNotLoaded, load_agents
+from durable_agui.agents import AgentRegistry, AgentsNotLoaded, load_agents
 from durable_agui.api.app import create_app
 from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
@@ -267,11 +267,11 @@ async def _serve(
     with_worker: bool,
     api_socket: socket.socket | None,
     dev_server: DevServer | None = None,
-    on_up: Callable[[], None] = lambda: None,
+    on_up: Callable[[AgentRegistry], None] = lambda agents: None,
 ) -> None:
     """Run the worker and/or the API (on ``api_socket``, bound) until cancelled, then stop
     both cleanly. Once the worker polls and the API answers ``GET /healthz``, prints one
-    line and calls ``on_up``. ``dev_server`` is watched: its process ending ends the rest.
+    line and calls ``on_up`` with the agents served. ``dev_server`` is watched: its process ending ends the rest.
 
     Raises:
         _Failure: when the session store refuses, Temporal does not answer, a part does not
@@ -342,7 +342,7 @@ async def _serve(
             f"sessions {store_location(settings)})",
             flush=True,
         )
-        on_up()
+        on_up(agents)
         done, _ = await asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
         ended = next(iter(done))
         raise _Failure(_why_ended(parts[ended], ended))
@@ -503,7 +503,7 @@ async def _run_dev(
             with_worker=True,
             api_socket=api_socket,
             dev_server=server,
-            on_up=lambda: _say_dev_is_up(settings, server),
+            on_up=lambda agents: _say_dev_is_up(settings, server, agents),
         )
     finally:
         stopping.arm()
@@ -511,11 +511,12 @@ async def _run_dev(
         print("stopped.", flush=True)
 
 
-def _say_dev_is_up(settings: Settings, server: DevServer) -> None:
+def _say_dev_is_up(settings: Settings, server: DevServer, agents: AgentRegistry) -> None:
     api = f"http://{settings.api_host}:{settings.api_port}"
+    endpoints = "\n".join(f"  AG-UI endpoint  {api}/agents/{name}" for name in agents)
     print(
         f"durable-agui dev is up\n"
-        f"  AG-UI endpoint  {api}/agents/demo\n"
+        f"{endpoints}\n"
         f"  API docs        {api}/docs\n"
         f"  Temporal UI     {server.ui_url}\n"
         f"  Temporal gRPC   {server.address}\n"
@@ -539,6 +540,15 @@ def _api(args: argparse.Namespace) -> None:
             "api",
             lambda stopping: _serve(settings, stopping, with_worker=False, api_socket=api_socket),
         )
+
+
+def _import_from_working_directory() -> None:
+    """Let ``--agents`` name a module of the directory the command runs in, as
+    ``uvicorn api:app`` and ``python -m`` do: a console script's ``sys.path`` starts with
+    its own ``bin`` folder instead."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -654,6 +664,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.flush()
         os._exit(code)
     if args.command in ("dev", "worker", "api"):
+        _import_from_working_directory()
         code = 0
         try:
             args.run(args)

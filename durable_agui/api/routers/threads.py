@@ -7,7 +7,7 @@ import re
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path
+from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
@@ -129,6 +129,7 @@ async def post_tool_results(
     client: TemporalDep,
     settings: SettingsDep,
     principal: PrincipalDep,
+    posted: Request,
 ) -> ToolResultsOut:
     """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
 
@@ -154,7 +155,8 @@ async def post_tool_results(
         acknowledged=accepted.acknowledged,
         still_pending=accepted.still_pending,
         run_id=accepted.run_id,
-        events_url=f"/threads/{thread_id}/runs/{accepted.run_id}/events"
+        # Beside the path this was posted to, so it keeps the prefix the router is mounted at.
+        events_url=posted.url.path.removesuffix("/tool-results") + f"/runs/{accepted.run_id}/events"
         if accepted.run_id
         else None,
     )
