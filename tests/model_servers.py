@@ -102,6 +102,9 @@ class ModelServer:
 
     def __init__(self, script: Script) -> None:
         self.script = script
+        self.refuse_with: int | None = None
+        """When set, every request is answered with this HTTP status and an error body in
+        the provider's format (a revoked key: 401)."""
         self.requests: list[dict[str, Any]] = []
         self.port = free_port()
         app = Starlette(routes=[Route(self.path, self._handle, methods=["POST"])])
@@ -137,6 +140,8 @@ class ModelServer:
     async def _handle(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
+        if self.refuse_with is not None:
+            return JSONResponse(self.error_body(self.refuse_with), self.refuse_with)
         if body.get("stream") is not True:
             return JSONResponse({"error": {"message": "this server only streams"}}, 400)
         results = self.tool_results(body)
@@ -145,6 +150,10 @@ class ModelServer:
 
     def frames(self, body: dict[str, Any], script: Script) -> Iterator[str]:
         """The SSE frames answering ``body`` with ``script``."""
+        raise NotImplementedError
+
+    def error_body(self, status: int) -> dict[str, Any]:
+        """The provider's error body for ``status``."""
         raise NotImplementedError
 
     def tool_results(self, body: dict[str, Any]) -> list[SentToolResult]:
@@ -207,6 +216,9 @@ class OpenAIServer(ModelServer):
             usage = {"prompt_tokens": 21, "completion_tokens": 13, "total_tokens": 34}
             yield chunk([], usage=usage)
         yield "data: [DONE]\n\n"
+
+    def error_body(self, status: int) -> dict[str, Any]:
+        return {"error": {"message": f"refused ({status})", "type": "invalid_request_error"}}
 
     def tool_results(self, body: dict[str, Any]) -> list[SentToolResult]:
         messages = body["messages"]
@@ -273,6 +285,9 @@ class AnthropicServer(ModelServer):
         stop = {"stop_reason": "tool_use" if script.calls else "end_turn", "stop_sequence": None}
         yield event("message_delta", delta=stop, usage={"output_tokens": 13})
         yield event("message_stop")
+
+    def error_body(self, status: int) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": "api_error", "message": f"refused ({status})"}}
 
     def tool_results(self, body: dict[str, Any]) -> list[SentToolResult]:
         last = body["messages"][-1]

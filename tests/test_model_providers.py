@@ -347,3 +347,34 @@ async def test_a_tool_call_id_reused_in_one_message_gives_each_call_its_own_resu
         (first, APPROVED),
         (second, DECLINED),
     ]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_provider_that_refuses_the_key_ends_the_run_at_once(
+    http: httpx.AsyncClient, stack: DevStack, servers: dict[str, ModelServer], provider: str
+) -> None:
+    """A revoked key (401): one request, no retry (every attempt would fail alike), one
+    RUN_ERROR ``ModelFailed`` naming the status and not the provider's text; once the key
+    works again the thread takes the next run, and holds only that run's messages."""
+    server = servers[provider]
+    server.refuse_with = 401
+    user = {"id": "u1", "role": "user", "content": "Is XY123 on time?"}
+    status, events = await post_run(
+        http, provider, run_input(f"refused-{provider}", "r1", [user], [])
+    )
+    assert status == 200
+    assert events[-1]["type"] == "RUN_ERROR", events[-1]
+    assert events[-1]["code"] == "ModelFailed"
+    assert "HTTP 401" in events[-1]["message"] and "refused" not in events[-1]["message"]
+    assert len(server.requests) == 1
+    assert "turn_retried" not in json.dumps(events)
+
+    server.refuse_with = None
+    again = {"id": "u2", "role": "user", "content": "And now?"}
+    status, events = await post_run(
+        http, provider, run_input(f"refused-{provider}", "r2", [again], [CONFIRM_BOOKING])
+    )
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    history = persisted_messages(stack.store, f"refused-{provider}")
+    assert history[0]["role"] == "user"
+    assert [b.get("text") for b in history[0]["content"]] == ["And now?"]

@@ -13,6 +13,7 @@ from strands.hooks import AfterModelCallEvent, AfterToolsEvent
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
+from strands.types.exceptions import EventLoopException, ModelThrottledException
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -400,10 +401,14 @@ class TurnActivities:
                         stop_reason = await self._stream_turn(
                             turn, built, tools, session, events, translator
                         )
-                    except Exception:
+                    except Exception as err:
                         for event in translator.finish():  # this attempt leaves nothing open
                             events.publish(event)
-                        raise
+                        failure = model_failure(err)
+                        if failure is None:
+                            raise
+                        logger.warning("the model of agent %r failed: %s", turn.agent, err)
+                        raise failure from None
                     for event in translator.finish():
                         events.publish(event)
                     await self._answer_not_offered(session, start, events, translator)
@@ -415,6 +420,40 @@ class TurnActivities:
             stop_reason=stop_reason,
             message_count=message_count,
         )
+
+
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""HTTP statuses of a model provider worth another attempt besides 5xx (RFC 9110: timeout,
+conflict; RFC 6585: too many requests)."""
+
+
+def model_failure(err: BaseException) -> ApplicationError | None:
+    """The ``ModelFailed`` error for an exception a model provider raised, or ``None`` for
+    anything else (it stays as it is: retried, then a generic ``TurnFailed``).
+
+    A provider's HTTP error (the OpenAI, Anthropic and most other SDKs put the status in
+    ``status_code``) is retried when retrying can help (5xx, ``RETRIED_STATUSES``) and not
+    otherwise (a bad key, a model that does not exist: every attempt would fail alike);
+    Strands' ``ModelThrottledException`` is retried. The message names the status, never
+    the provider's text (it may quote the request).
+    """
+    while isinstance(err, EventLoopException) and err.__cause__ is not None:
+        err = err.__cause__  # Strands wraps what a model call raised
+    if isinstance(err, ModelThrottledException):
+        return ApplicationError(
+            "the model provider is throttling requests; the turn is tried again",
+            type=ErrorType.MODEL_FAILED,
+        )
+    status = getattr(err, "status_code", None)
+    if not isinstance(status, int) or not 400 <= status <= 599:
+        return None
+    retried = status >= 500 or status in RETRIED_STATUSES
+    return ApplicationError(
+        f"the model provider answered HTTP {status}"
+        + ("" if retried else "; check the agent's model settings (key, model id)"),
+        type=ErrorType.MODEL_FAILED,
+        non_retryable=not retried,
+    )
 
 
 def _one_line(err: BaseException) -> str:

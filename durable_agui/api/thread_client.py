@@ -100,7 +100,7 @@ async def submit_run(
 
         async def answer() -> RunAccepted:
             try:
-                return await handle.execute_update(
+                accepted: RunAccepted = await handle.execute_update(
                     "submit_run", request, id=update_id, result_type=RunAccepted
                 )
             except RPCError as err:
@@ -117,6 +117,7 @@ async def submit_run(
                     f"{unknown[:80]!r} is not a pending call of thread {thread_id!r} "
                     "(the thread has no run yet)",
                 ) from None
+            return accepted
 
         return await _call(thread_id, answer)
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
@@ -147,13 +148,14 @@ async def submit_run(
     )
 
     async def send() -> RunAccepted:
-        return await client.execute_update_with_start_workflow(
+        accepted: RunAccepted = await client.execute_update_with_start_workflow(
             "submit_run",
             request,
             start_workflow_operation=start,
             id=update_id,
             result_type=RunAccepted,
         )
+        return accepted
 
     return await _call(thread_id, send)
 
@@ -189,7 +191,8 @@ async def cancel_run(
         ),
     )
     try:
-        return await update.result(rpc_timeout=CANCEL_WAIT)
+        outcome: CancelAccepted = await update.result(rpc_timeout=CANCEL_WAIT)
+        return outcome
     except WorkflowUpdateRPCTimeoutOrCancelledError:
         state = await thread_state(client, thread_id, principal)
         return CancelAccepted(run_id=state.current_run_id or "", outcome="pending")

@@ -135,6 +135,9 @@ class ErrorType(StrEnum):
     """The model produced a tool call this server cannot track (an over-long id)."""
     ROLLING_OVER = "ThreadRollingOver"
     """The thread is continuing as new (a moment): the API sends the request again."""
+    MODEL_FAILED = "ModelFailed"
+    """The agent's model provider refused or failed (its HTTP status named; retried when
+    retrying can help)."""
     RECONCILE_VERIFY_FAILED = "ReconcileVerifyFailed"
     """A patched message did not read back as written (retried a few times)."""
     RECONCILE_FAILED = "ReconcileFailed"

@@ -750,7 +750,7 @@ class AgentThreadWorkflow:
         """
         if not self._tail and not (user_messages and self._tail_anchor):
             return False
-        handle = workflow.start_activity(
+        handle: workflow.ActivityHandle[ReconcileOutput] = workflow.start_activity(
             "reconcile_session",
             ReconcileInput(
                 thread_id=self._thread_id,

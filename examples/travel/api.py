@@ -60,7 +60,8 @@ async def get_reminder(reminder_id: str, client: TemporalDep) -> SentReminder:
     """The reminder as sent (waits until it is)."""
     handle = client.get_workflow_handle(reminder_id, result_type=SentReminder)
     try:
-        return await handle.result()
+        sent: SentReminder = await handle.result()
+        return sent
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise HTTPException(404, f"no reminder {reminder_id!r}") from None
