@@ -20,6 +20,7 @@ from durable_agui.core.contract import (
     MAX_OPEN_CALLS,
     RECENT_RUNS,
     ApprovedCall,
+    BatchState,
     ClosedReason,
     FrontendTool,
     NativeToolResult,
@@ -32,14 +33,13 @@ from durable_agui.core.contract import (
     digest,
 )
 from durable_agui.core.settings import Settings
-from durable_agui.workflows.thread import (
+from durable_agui.workflows.batch import (
     KEEP_CALL_IDS,
     KEEP_CLOSED,
-    KEEP_MESSAGE_IDS,
-    KEEP_RUN_EVENTS,
     MAX_BATCH_ANSWER_BYTES,
     NO_ANSWER,
 )
+from durable_agui.workflows.thread import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
 
 TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal refuses a payload over 2 MB (``limit.blobSize.error``)."""
@@ -124,22 +124,24 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         FrontendTool(name=longest(f"f{n}", 64), description="d" * (tools_bytes // tool_count - 120))
         for n in range(tool_count)
     ]
-    return ThreadCarry(
-        calls=calls if batch_open else [],
-        interrupts=interrupts if batch_open else [],
-        batch_order=native[:MAX_OPEN_CALLS],
-        closed_call_digests={
+    batch = BatchState(
+        calls={c.wire_id: c for c in calls} if batch_open else {},
+        interrupts={i.interrupt_id: i for i in interrupts} if batch_open else {},
+        anchor=native[MAX_OPEN_CALLS - 1],
+        closed_calls={
             f"call_{n:024d}x": (digest(str(n)), ClosedReason.ABANDONED) for n in range(KEEP_CLOSED)
         },
-        closed_interrupt_digests={
+        closed_interrupts={
             f"approve-call_{n:024d}": (digest(str(n)), ClosedReason.EXPIRED)
             for n in range(KEEP_CLOSED)
         },
+        tool_call_ids=dict(zip(wire, native, strict=True)),
+    )
+    return ThreadCarry(
+        batch=batch,
         tail=[] if batch_open else tail,
         approved=[] if batch_open else approved,
         tail_anchor=native[0],
-        tool_call_ids=dict(zip(wire, native, strict=True)),
-        approval_wire_ids=wire,
         taken_message_digests={
             digest(str(n)): digest(f"c{n}")[:16] for n in range(KEEP_MESSAGE_IDS)
         },
@@ -147,7 +149,6 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         finished_run_ids=[longest(f"r{n}-", 128) for n in range(RECENT_RUNS)],
         turns=10**9,
         message_count=10**9,
-        workflow_runs=10**6,
         run_start_offsets={longest(f"r{n}-", 128): 10**12 for n in range(KEEP_RUN_EVENTS)},
         run_digests={longest(f"r{n}-", 128): digest(str(n))[:16] for n in range(RECENT_RUNS)},
     )

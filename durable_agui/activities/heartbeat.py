@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
 
-HEARTBEAT_EVERY = timedelta(seconds=1)
-"""Well inside the 5 s heartbeat timeout the workflow sets on its activities."""
+from durable_agui.core.contract import HEARTBEAT_EVERY
 
 
 @contextlib.asynccontextmanager

@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
 from ag_ui.core import BaseEvent, Event
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
 from temporalio.common import SearchAttributeKey
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
@@ -72,6 +72,12 @@ PENDING_TOOL_CALLS = SearchAttributeKey.for_int("PendingToolCalls")
 """Unanswered frontend calls plus open approvals."""
 THREAD_LAST_ACTIVITY = SearchAttributeKey.for_datetime("ThreadLastActivity")
 
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""How long a long activity (a turn, a reconcile) may go without a heartbeat before
+Temporal retries it on another worker: a dead worker is noticed within this."""
+HEARTBEAT_EVERY = HEARTBEAT_TIMEOUT / 5
+"""How often those activities heartbeat: five beats may be lost before the timeout."""
 
 ANONYMOUS = "anonymous"
 """The principal of every request when authentication is off."""
@@ -405,44 +411,81 @@ class ThreadState(BaseModel):
     """Messages the thread recorded in its session after its last turn (``None``: none yet)."""
 
 
+class BatchState(BaseModel):
+    """A thread's open batch and what it remembers of closed ones (``ToolCallBatch``).
+
+    ``calls`` by wire id and ``interrupts`` by interrupt id wait for answers; ``anchor`` is
+    the native id of the batch's last call. ``closed_calls`` (by wire id) and
+    ``closed_interrupts`` (by interrupt id) hold the digest of each closed answer and why
+    it closed; ``tool_call_ids`` maps wire id -> native id of the most recent calls.
+    """
+
+    calls: dict[str, PendingToolCall] = Field(default_factory=dict)
+    interrupts: dict[str, OpenInterrupt] = Field(default_factory=dict)
+    anchor: str | None = None
+    closed_calls: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
+    closed_interrupts: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
+    tool_call_ids: dict[str, str] = Field(default_factory=dict)
+
+
 class ThreadCarry(BaseModel):
-    """The bookkeeping a thread carries into its next workflow run (continue-as-new).
+    """The bookkeeping a thread carries into its next workflow run (continue-as-new), and
+    holds while it runs: one object, so nothing is dropped at a rollover.
 
     Everything a run of ``AgentThreadWorkflow`` knows that is not in the session store:
-    queued runs, the open batch (frontend calls, approvals), answers already taken, results
-    not yet written, the wire -> native id map, the message ids taken in.
+    queued runs, the open batch, results not yet written (the *tail*, written after the
+    message of native id ``tail_anchor``) and approved calls not yet run, the user messages
+    taken in (message id digest -> content digest), the tools of the last AG-UI run, the
+    recent runs (finished ids, where their events start, their request digests).
     """
 
     queue: list[RunRequest] = Field(default_factory=list)
-    calls: list[PendingToolCall] = Field(default_factory=list)
-    interrupts: list[OpenInterrupt] = Field(default_factory=list)
-    batch_order: list[str] = Field(default_factory=list)
-    closed_calls: dict[str, tuple[ToolResult, ClosedReason]] = Field(default_factory=dict)
-    """Carried by threads started before digests were kept; read once, then empty."""
-    closed_interrupts: dict[str, tuple[ResumeAnswer, ClosedReason]] = Field(default_factory=dict)
-    """Carried by threads started before digests were kept; read once, then empty."""
-    closed_call_digests: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
-    """Closed calls by wire id: the answer's digest and why the call closed."""
-    closed_interrupt_digests: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
-    """Closed approvals by interrupt id: the answer's digest and why it closed."""
+    batch: BatchState = Field(default_factory=BatchState)
     tail: list[NativeToolResult] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
     tail_anchor: str | None = None
-    tool_call_ids: dict[str, str] = Field(default_factory=dict)
-    approval_wire_ids: list[str] = Field(default_factory=list)
-    taken_message_ids: dict[str, str] = Field(default_factory=dict)
-    """Carried by threads started before digests were kept (id -> content digest)."""
     taken_message_digests: dict[str, str] = Field(default_factory=dict)
-    """Message id digest -> content digest of the user messages taken in."""
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     finished_run_ids: list[str] = Field(default_factory=list)
     turns: int = 0
     message_count: int | None = None
-    workflow_runs: int = 1
     run_start_offsets: dict[str, int] = Field(default_factory=dict)
     run_digests: dict[str, str] = Field(default_factory=dict)
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
-    """Stream offset where each recent run's events start."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_earlier_shapes(cls, data: Any) -> Any:
+        """Read carries that threads started by earlier versions hand over: the batch's
+        fields flat, whole answers and message ids instead of digests."""
+        if not isinstance(data, dict) or "batch" in data:
+            return data
+        data = dict(data)
+        closed_calls = {
+            wire_id: (ToolResult.model_validate(result).answer_digest(), why)
+            for wire_id, (result, why) in data.pop("closed_calls", {}).items()
+        }
+        closed_interrupts = {
+            interrupt_id: (ResumeAnswer.model_validate(answer).answer_digest(), why)
+            for interrupt_id, (answer, why) in data.pop("closed_interrupts", {}).items()
+        }
+        order = data.pop("batch_order", [])
+        data["batch"] = {
+            "calls": {c["wire_id"]: c for c in data.pop("calls", [])},
+            "interrupts": {i["interrupt_id"]: i for i in data.pop("interrupts", [])},
+            "anchor": order[-1] if order else None,
+            "closed_calls": {**closed_calls, **data.pop("closed_call_digests", {})},
+            "closed_interrupts": {
+                **closed_interrupts,
+                **data.pop("closed_interrupt_digests", {}),
+            },
+            "tool_call_ids": data.pop("tool_call_ids", {}),
+        }
+        data["taken_message_digests"] = {
+            **{digest(m): d for m, d in data.pop("taken_message_ids", {}).items()},
+            **data.get("taken_message_digests", {}),
+        }
+        return data
 
 
 class ThreadInput(BaseModel):

@@ -1,0 +1,480 @@
+"""The open batch of a thread: the frontend calls and approvals of its last turn.
+
+A plain class over carried state (``BatchState``), as Temporal's samples keep deterministic
+logic out of the workflow (``UpdatableTimer``): no I/O, no ``temporalio.workflow``, so every
+rule below is unit-tested without a server (``tests/test_batch.py``).
+
+The rules of README's "Human in the loop", in the order a client meets them:
+
+- ``open``: a turn's frontend calls wait for results, its approval calls for resume entries
+  (interrupt id ``approve-<wire id>``), all until one deadline.
+- ``judge``: every answer is one ``Verdict``: ``NEW`` (stored), ``SAME`` (already held:
+  acknowledged, a client's retry), ``ECHO`` (a result this server produced and streamed:
+  acknowledged and ignored), ``CONFLICTING``, ``CLOSED`` or ``UNKNOWN`` (refused).
+- ``check`` refuses a request with any refused verdict, or answers over
+  ``MAX_BATCH_ANSWER_BYTES``, before anything is written; ``take`` stores the new ones.
+- ``close``: every call gets its answer or an explicit "no answer" result (``NO_ANSWER``);
+  approved calls are handed on to run, declined ones get ``DENIED``. The closed ids stay
+  remembered (as digests) to acknowledge retries and refuse late answers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TypeVar
+
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import (
+    ApprovedCall,
+    BatchState,
+    ClosedReason,
+    ErrorType,
+    NativeToolResult,
+    OpenInterrupt,
+    PendingToolCall,
+    ResumeAnswer,
+    ToolCallRecord,
+    ToolResult,
+)
+
+MAX_BATCH_ANSWER_BYTES = 512_000
+"""Answers (content, error text, approval payloads; UTF-8 bytes) an open batch may hold.
+With every other carried field bounded, this keeps a continue-as-new input well under
+Temporal's 2 MB payload limit whatever the client sent (``tests/test_carry_bounds.py``)."""
+KEEP_CLOSED = 1000
+"""Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
+KEEP_CALL_IDS = 1000
+"""Wire -> native id pairs remembered (the most recent calls): transcripts show older
+calls under their native ids."""
+
+NO_ANSWER = {
+    ClosedReason.ABANDONED: "The client did not answer this tool call before the user sent "
+    "a new message.",
+    ClosedReason.EXPIRED: "The client did not answer this tool call before its deadline.",
+    ClosedReason.CANCELLED: "The run was cancelled before this tool call was answered.",
+}
+"""Error result persisted in place of the placeholder for a call that got no answer."""
+
+DENIED = "The person declined this action; it was not run."
+"""Error result persisted for an approval the person cancelled."""
+
+T = TypeVar("T")
+
+INTERRUPT_PREFIX = "approve-"
+"""An approval's interrupt id is this prefix and the call's wire id."""
+
+
+class Verdict(StrEnum):
+    """What one answer is to the batch (see the module docstring)."""
+
+    NEW = "new"
+    SAME = "same"
+    ECHO = "echo"
+    CONFLICTING = "conflicting"
+    CLOSED = "closed"
+    UNKNOWN = "unknown"
+
+    @property
+    def acknowledged(self) -> bool:
+        return self in (Verdict.SAME, Verdict.ECHO)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict on one answer; ``closed``: why its call closed (``CLOSED`` only)."""
+
+    verdict: Verdict
+    closed: ClosedReason | None = None
+
+
+@dataclass
+class Closing:
+    """What closing a batch hands on: ``results`` to write over the placeholders,
+    ``approved`` calls to run, ``told`` (wire id, text) results to stream to the client,
+    ``anchor`` the native id of the batch's last call (``None``: the batch was empty)."""
+
+    results: list[NativeToolResult] = field(default_factory=list)
+    approved: list[ApprovedCall] = field(default_factory=list)
+    told: list[tuple[str, str]] = field(default_factory=list)
+    anchor: str | None = None
+
+
+class ToolCallBatch:
+    """The open batch over ``state`` (mutated in place: the thread carries it as is)."""
+
+    def __init__(self, state: BatchState) -> None:
+        self.state = state
+
+    # -- what is open --------------------------------------------------------------------
+
+    @property
+    def calls(self) -> dict[str, PendingToolCall]:
+        return self.state.calls
+
+    @property
+    def interrupts(self) -> dict[str, OpenInterrupt]:
+        return self.state.interrupts
+
+    @property
+    def is_open(self) -> bool:
+        return bool(self.state.calls or self.state.interrupts)
+
+    @property
+    def is_complete(self) -> bool:
+        """Every call and approval of the batch has its answer (an empty batch is)."""
+        return all(c.result is not None for c in self.state.calls.values()) and all(
+            i.resolution is not None for i in self.state.interrupts.values()
+        )
+
+    def waiting_interrupts(self) -> list[OpenInterrupt]:
+        return [i for i in self.state.interrupts.values() if i.resolution is None]
+
+    def waiting_call_ids(self) -> list[str]:
+        return [w for w, c in self.state.calls.items() if c.result is None]
+
+    def waiting_ids(self) -> list[str]:
+        """Wire ids of calls and interrupt ids of approvals still without an answer."""
+        return self.waiting_call_ids() + [i.interrupt_id for i in self.waiting_interrupts()]
+
+    def deadline(self) -> datetime | None:
+        """When the first unanswered call or approval expires (``None``: nothing waits)."""
+        waiting = [c.expires_at for c in self.state.calls.values() if c.result is None]
+        waiting += [i.expires_at for i in self.waiting_interrupts()]
+        return min(waiting, default=None)
+
+    def native_to_wire(self, native_id: str) -> str:
+        return next((w for w, n in self.state.tool_call_ids.items() if n == native_id), "?")
+
+    # -- judging answers -----------------------------------------------------------------
+
+    def judge_result(self, result: ToolResult) -> Judgement:
+        """The verdict on a frontend call's result, against what the thread holds."""
+        wire_id = result.tool_call_id
+        closed = self.state.closed_calls.get(wire_id)
+        if closed is not None:
+            held_digest, reason = closed
+            if held_digest == result.answer_digest() or _echoes_no_answer(result, reason):
+                return Judgement(Verdict.SAME)
+            if reason == ClosedReason.ANSWERED:
+                return Judgement(Verdict.CONFLICTING)
+            return Judgement(Verdict.CLOSED, reason)
+        call = self.state.calls.get(wire_id)
+        if call is None:
+            return Judgement(Verdict.ECHO if self._is_server_result(wire_id) else Verdict.UNKNOWN)
+        if call.result is None:
+            return Judgement(Verdict.NEW)
+        return Judgement(Verdict.SAME if call.result.same_answer(result) else Verdict.CONFLICTING)
+
+    def judge_resume(self, answer: ResumeAnswer) -> Judgement:
+        """The verdict on an approval's resume entry, against what the thread holds."""
+        closed = self.state.closed_interrupts.get(answer.interrupt_id)
+        if closed is not None:
+            held_digest, reason = closed
+            if reason != ClosedReason.ANSWERED:
+                return Judgement(Verdict.CLOSED, reason)
+            same = held_digest == answer.answer_digest()
+            return Judgement(Verdict.SAME if same else Verdict.CONFLICTING)
+        interrupt = self.state.interrupts.get(answer.interrupt_id)
+        if interrupt is None:
+            return Judgement(Verdict.UNKNOWN)
+        if interrupt.resolution is None:
+            return Judgement(Verdict.NEW)
+        same = interrupt.resolution.same_answer(answer)
+        return Judgement(Verdict.SAME if same else Verdict.CONFLICTING)
+
+    def acknowledged(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
+        """Ids of the answers the thread already holds (or produced itself), in order."""
+        return [r.tool_call_id for r in results if self.judge_result(r).verdict.acknowledged] + [
+            a.interrupt_id for a in resume if self.judge_resume(a).verdict.acknowledged
+        ]
+
+    def check(
+        self,
+        results: list[ToolResult],
+        resume: list[ResumeAnswer],
+        *,
+        thread_id: str,
+        run_in_progress: bool,
+    ) -> None:
+        """Refuse, before anything is written, answers this thread cannot take.
+
+        Raises:
+            ApplicationError: ``UnknownToolCall``, ``ConflictingToolResult``,
+                ``ToolCallExpired`` / ``ToolCallAbandoned`` (closed without an answer),
+                ``UnknownInterrupt``, ``ConflictingResume``, or ``AnswersTooLarge`` when
+                the batch would hold more than ``MAX_BATCH_ANSWER_BYTES``; the first that
+                applies, results before resume entries.
+        """
+        new_bytes = self._check_results(results, thread_id, run_in_progress)
+        new_bytes += self._check_resume(resume, thread_id)
+        held = self.held_bytes()
+        if new_bytes and held + new_bytes > MAX_BATCH_ANSWER_BYTES:
+            raise ApplicationError(
+                f"the answers of this batch would hold {held + new_bytes} bytes; "
+                f"a batch holds at most {MAX_BATCH_ANSWER_BYTES} (large results belong in a "
+                "store the tool shares with the agent)",
+                type=ErrorType.ANSWERS_TOO_LARGE,
+            )
+
+    def _check_results(
+        self, results: list[ToolResult], thread_id: str, run_in_progress: bool
+    ) -> int:
+        """Refuse the first result that cannot be taken; the bytes of the new ones."""
+        new_bytes = 0
+        taken: dict[str, ToolResult] = {}
+        for result in results:
+            judged = self.judge_result(result)
+            earlier = taken.get(result.tool_call_id)
+            if earlier is not None and not result.same_answer(earlier):
+                judged = Judgement(Verdict.CONFLICTING)
+            self._refuse_result(result.tool_call_id, judged, thread_id, run_in_progress)
+            if judged.verdict == Verdict.NEW and earlier is None:
+                new_bytes += result.size()
+                taken[result.tool_call_id] = result
+        return new_bytes
+
+    def _check_resume(self, resume: list[ResumeAnswer], thread_id: str) -> int:
+        """Refuse the first resume entry that cannot be taken; the bytes of the new ones."""
+        new_bytes = 0
+        taken: dict[str, ResumeAnswer] = {}
+        for answer in resume:
+            judged = self.judge_resume(answer)
+            earlier = taken.get(answer.interrupt_id)
+            if earlier is not None and not answer.same_answer(earlier):
+                judged = Judgement(Verdict.CONFLICTING)
+            _refuse_resume(answer.interrupt_id, judged, thread_id)
+            if judged.verdict == Verdict.NEW and earlier is None:
+                new_bytes += answer.size()
+                taken[answer.interrupt_id] = answer
+        return new_bytes
+
+    def take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
+        """Store checked answers on the open batch; returns the ids stored now."""
+        accepted: list[str] = []
+        for result in results:
+            call = self.state.calls.get(result.tool_call_id)
+            if call is not None and call.result is None:
+                call.result = result
+                accepted.append(result.tool_call_id)
+        for answer in resume:
+            interrupt = self.state.interrupts.get(answer.interrupt_id)
+            if interrupt is not None and interrupt.resolution is None:
+                interrupt.resolution = answer
+                accepted.append(answer.interrupt_id)
+        return accepted
+
+    def held_bytes(self) -> int:
+        """Bytes of the answers the open batch holds (counted against the batch budget)."""
+        return sum(c.result.size() for c in self.state.calls.values() if c.result) + sum(
+            i.resolution.size() for i in self.state.interrupts.values() if i.resolution
+        )
+
+    def _is_approval(self, wire_id: str) -> bool:
+        interrupt_id = INTERRUPT_PREFIX + wire_id
+        return interrupt_id in self.state.interrupts or interrupt_id in self.state.closed_interrupts
+
+    def _is_server_result(self, wire_id: str) -> bool:
+        """Whether ``wire_id`` is a call whose result this server produced and streamed: a
+        backend call, or an approval already closed. AG-UI clients keep every
+        ``TOOL_CALL_RESULT`` as a ``role:"tool"`` message and send it again with the next
+        run; such a message is acknowledged and ignored (the stored result stands)."""
+        if wire_id not in self.state.tool_call_ids or wire_id in self.state.calls:
+            return False
+        if self._is_approval(wire_id):
+            return INTERRUPT_PREFIX + wire_id in self.state.closed_interrupts
+        return wire_id not in self.state.closed_calls
+
+    def _refuse_result(
+        self, wire_id: str, judged: Judgement, thread_id: str, run_in_progress: bool
+    ) -> None:
+        if judged.verdict == Verdict.CONFLICTING:
+            raise ApplicationError(
+                f"tool call {wire_id!r} already has a different result",
+                type=ErrorType.CONFLICTING_TOOL_RESULT,
+            )
+        if judged.verdict == Verdict.CLOSED and judged.closed is not None:
+            _refuse_closed(wire_id, judged.closed)
+        if judged.verdict == Verdict.UNKNOWN:
+            hint = ""
+            if self._is_approval(wire_id):
+                hint = " (it needs approval: answer its interrupt with a resume entry)"
+            elif run_in_progress:
+                hint = " (a run is in progress: send results after its RUN_FINISHED)"
+            raise ApplicationError(
+                f"tool call {shown(wire_id)} is not a pending frontend call of thread "
+                f"{thread_id!r}{hint}",
+                type=ErrorType.UNKNOWN_TOOL_CALL,
+            )
+
+    # -- opening and closing -------------------------------------------------------------
+
+    def open(self, run_id: str, tool_calls: list[ToolCallRecord], expires_at: datetime) -> None:
+        """Open the batch of a turn's calls (``tool_calls``: all of them, backend included:
+        each one's wire -> native pair is remembered)."""
+        for call in tool_calls:
+            self.state.tool_call_ids[call.wire_id] = call.native_id
+        if len(self.state.tool_call_ids) > KEEP_CALL_IDS:
+            self.state.tool_call_ids = recent(self.state.tool_call_ids, KEEP_CALL_IDS)
+        for call in tool_calls:
+            if call.kind == "backend":
+                continue
+            self.state.anchor = call.native_id
+            if call.kind == "frontend":
+                self.state.calls[call.wire_id] = PendingToolCall(
+                    wire_id=call.wire_id,
+                    native_id=call.native_id,
+                    tool_name=call.tool_name,
+                    args=call.args,
+                    args_omitted=call.args_omitted,
+                    run_id=run_id,
+                    expires_at=expires_at,
+                )
+            else:
+                interrupt = _interrupt_for(call, run_id, expires_at)
+                self.state.interrupts[interrupt.interrupt_id] = interrupt
+
+    def close(self, unanswered: ClosedReason) -> Closing:
+        """Close the batch: every call gets its answer or ``NO_ANSWER[unanswered]``."""
+        closing = Closing(anchor=self.state.anchor)
+        for call in self.state.calls.values():
+            self._close_call(call, unanswered, closing)
+        for interrupt in self.state.interrupts.values():
+            self._close_interrupt(interrupt, unanswered, closing)
+        self.state.calls = {}
+        self.state.interrupts = {}
+        self.state.anchor = None
+        return closing
+
+    def _close_call(self, call: PendingToolCall, unanswered: ClosedReason, into: Closing) -> None:
+        reason = ClosedReason.ANSWERED
+        if call.result is None:
+            reason = unanswered
+            call.result = ToolResult(tool_call_id=call.wire_id, error=NO_ANSWER[reason])
+            into.told.append((call.wire_id, NO_ANSWER[reason]))
+        self.state.closed_calls[call.wire_id] = (call.result.answer_digest(), reason)
+        into.results.append(
+            NativeToolResult(
+                native_id=call.native_id,
+                tool_name=call.tool_name,
+                content=call.result.content,
+                error=call.result.error,
+            )
+        )
+
+    def _close_interrupt(
+        self, interrupt: OpenInterrupt, unanswered: ClosedReason, into: Closing
+    ) -> None:
+        reason = ClosedReason.ANSWERED
+        if interrupt.resolution is None:
+            reason = unanswered
+            interrupt.resolution = ResumeAnswer(
+                interrupt_id=interrupt.interrupt_id, status="cancelled"
+            )
+            into.told.append((interrupt.wire_id, NO_ANSWER[reason]))
+        answer = interrupt.resolution
+        self.state.closed_interrupts[interrupt.interrupt_id] = (answer.answer_digest(), reason)
+        if answer.status == "resolved":
+            into.approved.append(
+                ApprovedCall(
+                    wire_id=interrupt.wire_id,
+                    native_id=interrupt.native_id,
+                    tool_name=interrupt.tool_name,
+                    args=interrupt.args,
+                    payload=answer.payload,
+                )
+            )
+            return
+        denial = DENIED if reason == ClosedReason.ANSWERED else NO_ANSWER[reason]
+        into.results.append(
+            NativeToolResult(
+                native_id=interrupt.native_id,
+                tool_name=interrupt.tool_name,
+                content=json.dumps(answer.payload) if answer.payload is not None else "",
+                error=denial,
+            )
+        )
+        if reason == ClosedReason.ANSWERED:
+            into.told.append((interrupt.wire_id, denial))
+
+    def carried(self) -> BatchState:
+        """The state to carry into the next workflow run: the open batch, the most recent
+        closed ids and wire -> native pairs."""
+        return self.state.model_copy(
+            update={
+                "closed_calls": recent(self.state.closed_calls, KEEP_CLOSED),
+                "closed_interrupts": recent(self.state.closed_interrupts, KEEP_CLOSED),
+                "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
+            }
+        )
+
+
+def time_to(deadline: datetime | None, now: datetime) -> timedelta | None:
+    """How long a wait for ``deadline`` lasts from ``now`` (at least 1 ms; ``None``: no
+    deadline)."""
+    if deadline is None:
+        return None
+    return max(deadline - now, timedelta(milliseconds=1))
+
+
+def recent(items: dict[str, T], keep: int) -> dict[str, T]:
+    """The last ``keep`` entries of an insertion-ordered dict (none for ``keep`` <= 0:
+    ``list[-0:]`` would be all of them)."""
+    return dict(list(items.items())[-keep:]) if keep > 0 else {}
+
+
+def shown(client_id: str) -> str:
+    """A client-chosen id as an error message quotes it: at most 80 characters."""
+    return repr(client_id if len(client_id) <= 80 else client_id[:77] + "...")
+
+
+def _echoes_no_answer(result: ToolResult, reason: ClosedReason) -> bool:
+    """The client sending back the "no answer" result this server streamed for the call."""
+    if reason == ClosedReason.ANSWERED:
+        return False
+    return result.same_answer(
+        ToolResult(tool_call_id=result.tool_call_id, content=NO_ANSWER[reason])
+    )
+
+
+def _refuse_resume(interrupt_id: str, judged: Judgement, thread_id: str) -> None:
+    if judged.verdict == Verdict.UNKNOWN:
+        raise ApplicationError(
+            f"interrupt {shown(interrupt_id)} is not open in thread {thread_id!r}",
+            type=ErrorType.UNKNOWN_INTERRUPT,
+        )
+    if judged.verdict == Verdict.CLOSED and judged.closed is not None:
+        _refuse_closed(interrupt_id, judged.closed)
+    if judged.verdict == Verdict.CONFLICTING:
+        raise ApplicationError(
+            f"interrupt {interrupt_id!r} already has a different answer",
+            type=ErrorType.CONFLICTING_RESUME,
+        )
+
+
+def _refuse_closed(answer_id: str, reason: ClosedReason) -> None:
+    error_type = (
+        ErrorType.TOOL_CALL_EXPIRED
+        if reason == ClosedReason.EXPIRED
+        else ErrorType.TOOL_CALL_ABANDONED
+    )
+    raise ApplicationError(
+        f"{answer_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}", type=error_type
+    )
+
+
+def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:
+    return OpenInterrupt(
+        interrupt_id=INTERRUPT_PREFIX + call.wire_id,
+        wire_id=call.wire_id,
+        native_id=call.native_id,
+        tool_name=call.tool_name,
+        args=call.args,
+        message=call.approval_message or f"Allow {call.tool_name}?",
+        response_schema=call.response_schema,
+        run_id=run_id,
+        expires_at=expires_at,
+    )

@@ -1,0 +1,59 @@
+"""How a run ends on the wire: the AG-UI 1.0 ``RUN_FINISHED`` outcome, or ``RUN_ERROR``.
+
+Source of the rules: AG-UI 1.0 "Interrupts" (an open approval ends the run with outcome
+``interrupt``; a frontend call ends it ``success`` with ``pendingToolCallIds``).
+"""
+
+from __future__ import annotations
+
+from ag_ui.core import (
+    Interrupt,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+)
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import ErrorType
+from durable_agui.workflows.batch import ToolCallBatch
+
+_OWN_ERROR_TYPES = frozenset(ErrorType)
+
+
+def finished_event(thread_id: str, run_id: str, batch: ToolCallBatch) -> RunFinishedEvent:
+    """``RUN_FINISHED`` for a run that leaves ``batch`` as it is: ``interrupt`` with every
+    approval still waiting, else ``success`` naming the frontend calls still waiting."""
+    waiting = batch.waiting_interrupts()
+    outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
+    if waiting:
+        outcome = RunFinishedInterruptOutcome(
+            interrupts=[
+                Interrupt(
+                    id=i.interrupt_id,
+                    reason="tool_approval",
+                    message=i.message,
+                    tool_call_id=i.wire_id,
+                    response_schema=i.response_schema,
+                    expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
+                )
+                for i in waiting
+            ]
+        )
+    else:
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=batch.waiting_call_ids() or None)
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+
+
+def run_error_event(cause: BaseException | None) -> RunErrorEvent:
+    """The ``RUN_ERROR`` for an activity that failed with ``cause``: the cause's own message
+    when it is one of ours (``ErrorType``), else a generic one, so no exception name, path or
+    host reaches the client (the worker's log has the details)."""
+    if isinstance(cause, ApplicationError) and cause.type == ErrorType.RECONCILE_VERIFY_FAILED:
+        return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
+    if isinstance(cause, ApplicationError) and cause.type in _OWN_ERROR_TYPES:
+        return RunErrorEvent(message=str(cause.message), code=str(cause.type))
+    return RunErrorEvent(
+        message="the turn failed; the thread takes the next run (see the worker's log)",
+        code="TurnFailed",
+    )

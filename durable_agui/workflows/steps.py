@@ -1,0 +1,128 @@
+"""The activities a thread runs, as the workflow schedules them: inputs, timeouts, retry
+policies and the summary each shows in the Temporal UI (the audit trail).
+
+Workflow code (deterministic): called from ``AgentThreadWorkflow`` only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agui.core.contract import (
+        HEARTBEAT_TIMEOUT,
+        ApprovedCall,
+        ErrorType,
+        NativeToolResult,
+        ReconcileInput,
+        ReconcileOutput,
+        TurnInput,
+        TurnOutput,
+    )
+
+PATCH_COUNT_LOCALLY = "count-session-in-a-local-activity"
+"""workflow.patched id: histories recorded before it replay the count as a (remote) activity."""
+PATCH_COUNT_FAILURE = "a-failed-count-ends-the-run"
+"""workflow.patched id: a first count that fails ends the run with RUN_ERROR; before it, the
+local activity's failure (which sdk-core hands over unwrapped, not as ``ActivityError``)
+failed the whole thread."""
+
+RUN_TURN_TIMEOUT = timedelta(minutes=10)
+RUN_TURN_RETRY = RetryPolicy(
+    maximum_attempts=3, non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
+)
+RECONCILE_TIMEOUT = timedelta(seconds=30)
+RECONCILE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
+"""Without limit: an answer the API accepted is written as soon as the session store is
+back, however long it was away (the run waits; the client can cancel it)."""
+COUNT_RETRY = RetryPolicy(maximum_attempts=5)
+"""A new thread's first count: a store that stays away ends the run with RUN_ERROR
+(about 15 s) instead of leaving it waiting; the client may send the run again."""
+
+
+class LocalActivityFailed(Exception):
+    """A local activity failed for good; ``cause`` is its failure (as ``ActivityError.cause``)."""
+
+    def __init__(self, cause: ApplicationError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def start_reconcile(
+    request: ReconcileInput, wire_ids: dict[str, str]
+) -> workflow.ActivityHandle[ReconcileOutput]:
+    """Start ``reconcile_session`` (heartbeats; retried until the store takes the write).
+
+    ``wire_ids``: native id -> wire id of the results' calls, for the summary."""
+    return workflow.start_activity(
+        "reconcile_session",
+        request,
+        result_type=ReconcileOutput,
+        start_to_close_timeout=RECONCILE_TIMEOUT,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=RECONCILE_RETRY,
+        summary="reconcile " + ", ".join(_named(r, wire_ids) for r in request.results),
+    )
+
+
+async def count_session_messages(session_id: str) -> int:
+    """The number of messages session ``session_id`` holds, counted before a thread's first
+    turn (a session may predate its thread).
+
+    A local activity: counted within the workflow task that schedules the turn, which saves
+    a workflow task round trip on every thread's first turn.
+
+    Raises:
+        LocalActivityFailed: the store stayed away for every attempt (``COUNT_RETRY``).
+        temporalio.exceptions.ActivityError: the same, for histories recorded before
+            ``PATCH_COUNT_LOCALLY``.
+    """
+    execute = (
+        workflow.execute_local_activity
+        if workflow.patched(PATCH_COUNT_LOCALLY)
+        else workflow.execute_activity
+    )
+    try:
+        count: int = await execute(
+            "count_session_messages",
+            session_id,
+            result_type=int,
+            start_to_close_timeout=RECONCILE_TIMEOUT,
+            retry_policy=COUNT_RETRY,
+            summary="count the session's messages",
+        )
+    except ApplicationError as err:
+        # A local activity's failure arrives as its cause, not as ActivityError.
+        if not workflow.patched(PATCH_COUNT_FAILURE):
+            raise  # recorded before the patch: this failed the thread
+        raise LocalActivityFailed(err) from err
+    return count
+
+
+def start_turn(request: TurnInput) -> workflow.ActivityHandle[TurnOutput]:
+    """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)."""
+    approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)
+    return workflow.start_activity(
+        "run_turn",
+        request,
+        result_type=TurnOutput,
+        start_to_close_timeout=RUN_TURN_TIMEOUT,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=RUN_TURN_RETRY,
+        cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=f"turn of run {request.run_id}"
+        + ("" if request.user_messages else " (continuation)")
+        + approved,
+    )
+
+
+def _named(result: NativeToolResult, wire_ids: dict[str, str]) -> str:
+    return f"{result.tool_name} {wire_ids.get(result.native_id, '?')}={result.native_id}"
+
+
+def _named_call(call: ApprovedCall) -> str:
+    return f"{call.tool_name} {call.wire_id}={call.native_id}"
