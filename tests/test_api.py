@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,

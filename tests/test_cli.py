@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from durable_agui.cli.devserver import DevServer, free_port, port_in_use
-from tests.conftest import S3_CREDENTIALS
+from tests.stack import S3_CREDENTIALS
 
 BIN = Path(sys.executable).parent
 

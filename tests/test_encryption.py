@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from durable_agui.core.codec import new_key
 from durable_agui.core.contract import workflow_id_for
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import parse_sse, run_input, text_of
 
 SECRET = "my passport number is X1234567"

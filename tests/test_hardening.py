@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.event_log import POLL_UPDATE, read_thread
-from tests.conftest import BIN, DevStack
+from tests.stack import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,

@@ -18,8 +18,8 @@ from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
-from tests.conftest import ALL_STORES, BIN, store_env, store_of
 from tests.postgres import ExternalPostgres, PostgresServer
+from tests.stack import ALL_STORES, BIN, store_env, store_of
 
 
 @pytest.fixture
