@@ -19,13 +19,13 @@ from tests.fresh_venv import ProjectStack, Venv, copy_checkout
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
 from tests.stack import (
     ALL_STORES,
-    BIN,
     S3_CREDENTIALS,
     STORES,
     Cluster,
     DevStack,
     store_env,
 )
+from tests.stack import BIN as BIN  # re-exported: tests/histories/record.py imports it here
 
 
 @pytest.fixture(scope="session")

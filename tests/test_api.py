@@ -443,6 +443,6 @@ async def test_malformed_resume_payloads_and_event_ids_are_refused(http: httpx.A
     assert response.status_code == 422 and response.json()["detail"]["type"] == "TooDeep"
     assert (await http.get("/threads/t-resume-limits")).json()["status"] == "awaiting_approval"
     bad_id = await http.get(
-        "/threads/t-resume-limits/runs/r1/events", headers={"Last-Event-ID": "²".encode("latin-1")}
+        "/threads/t-resume-limits/runs/r1/events", headers={b"Last-Event-ID": "²".encode("latin-1")}
     )
     assert bad_id.status_code == 400

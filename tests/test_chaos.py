@@ -127,9 +127,9 @@ async def test_random_kills_lose_no_thread_and_every_history_replays(cluster: Cl
     api_port = int(url.rsplit(":", 1)[1])
     until = time.monotonic() + DURATION_S
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-        killed, *done = await asyncio.gather(
+        killed, done = await asyncio.gather(
             kill_at_random(cluster, rng, until, api_port),
-            *(round_trips(http, f"chaos-{t}", until) for t in range(THREADS)),
+            asyncio.gather(*(round_trips(http, f"chaos-{t}", until) for t in range(THREADS))),
         )
         print(f"killed {killed}; round trips finished per thread {done}")
         assert len(killed) >= 5 and sum(done) >= THREADS, (killed, done)
