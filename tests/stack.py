@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Literal, cast
 
 import boto3
 import httpx
@@ -25,9 +26,12 @@ from tests.postgres import ExternalPostgres, PostgresServer
 
 BIN = Path(sys.executable).parent
 
-STORES = ["file", "postgres"]
+StoreKind = Literal["file", "postgres", "s3"]
+"""A session store a stack can run on (``Settings.session_store``)."""
+
+STORES: list[StoreKind] = ["file", "postgres"]
 """The session stores the scenario tests run against (``params=STORES``)."""
-ALL_STORES = [*STORES, "s3"]
+ALL_STORES: list[StoreKind] = [*STORES, "s3"]
 """With S3 too (an S3-compatible server from ``moto``): the round trip and the expiry."""
 
 S3_CREDENTIALS = {
@@ -37,7 +41,7 @@ S3_CREDENTIALS = {
 }
 
 
-def store_env(request: pytest.FixtureRequest, kind: str) -> dict[str, str]:
+def store_env(request: pytest.FixtureRequest, kind: StoreKind) -> dict[str, str]:
     """Environment selecting session store ``kind``; ``postgres`` gets a fresh database."""
     if kind == "file":
         return {}
@@ -63,7 +67,8 @@ def store_of(env: dict[str, str], data_dir: Path) -> SessionStore:
     return session_store(
         Settings(
             data_dir=data_dir,
-            session_store=env.get("DURABLE_AGUI_SESSION_STORE", "file"),  # type: ignore[arg-type]
+            # Settings checks the value; the cast only names its type.
+            session_store=cast(StoreKind, env.get("DURABLE_AGUI_SESSION_STORE", "file")),
             postgres_url=env.get("DURABLE_AGUI_POSTGRES_URL"),
             s3_bucket=env.get("DURABLE_AGUI_S3_BUCKET"),
             s3_endpoint_url=env.get("DURABLE_AGUI_S3_ENDPOINT_URL"),
