@@ -76,9 +76,6 @@ class PostgresServer:
         self._user: str | None = "postgres" if os.geteuid() == 0 else None
         self._process: subprocess.Popen[bytes] | None = None
 
-    def _run_as(self) -> dict[str, str]:
-        return {"user": self._user, "group": self._user} if self._user else {}
-
     def start(self, timeout_s: float = 60.0) -> None:
         if self._user:
             entry = pwd.getpwnam(self._user)
@@ -94,7 +91,8 @@ class PostgresServer:
             ],
             check=True,
             capture_output=True,
-            **self._run_as(),  # type: ignore[arg-type]
+            user=self._user,
+            group=self._user,
         )
         self._serve(data, timeout_s)
 
@@ -108,7 +106,8 @@ class PostgresServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
-            **self._run_as(),  # type: ignore[arg-type]
+            user=self._user,
+            group=self._user,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from durable_agui.cli.devserver import free_port
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
 
 BIN = Path(sys.executable).parent

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
@@ -292,49 +292,98 @@ async def test_reused_run_id_or_message_id_with_other_content_is_409(
     assert [m["content"][0]["text"] for m in stored] == ["first", "echo: first"]
 
 
+HI = [{"id": "u", "role": "user", "content": "hi"}]
+BIG = {"id": "u1", "role": "user", "content": "x" * 3_000_000}
+
+
+def with_tool_schema(thread: str, schema: bytes) -> bytes:
+    """A run whose one frontend tool has ``schema`` as its parameters, written as is."""
+    body = json.dumps(run_input(thread, "r1", HI, [])).encode()
+    tool = b'[{"name":"pick","description":"d","parameters":' + schema + b"}]"
+    return body.replace(b'"tools": []', b'"tools": ' + tool)
+
+
+async def in_chunks(body: bytes) -> AsyncIterator[bytes]:
+    """``body`` sent without Content-Length: the size shows as it comes."""
+    for start in range(0, len(body), 65_536):
+        yield body[start : start + 65_536]
+
+
+@pytest.mark.parametrize(
+    ("thread", "body", "chunked", "status", "error_type"),
+    [
+        ("t-big", run_input("t-big", "r1", [BIG], []), False, 413, "RequestTooLarge"),
+        (
+            "t-big",
+            json.dumps(run_input("t-big", "r1", [BIG], [])).encode(),
+            True,
+            413,
+            "RequestTooLarge",
+        ),
+        (
+            "t-sur",
+            b'{"threadId":"t-sur","runId":"r1","messages":[{"id":"u","role":"user","content":"\\ud800"}]}',
+            False,
+            422,
+            None,
+        ),
+        # A thread id with a newline has no /threads/{id} to look at afterwards.
+        (None, run_input("nl1\n", "r1", HI, []), False, 422, None),
+        ("t-long", run_input("t-long", "r" * 5000, HI, []), False, 422, None),
+        # NaN (which Python's JSON parser takes) and a lone surrogate in a key of a tool schema.
+        (
+            "t-nan",
+            with_tool_schema("t-nan", b'{"type":"object","properties":{"n":{"maximum":NaN}}}'),
+            False,
+            422,
+            "InvalidJson",
+        ),
+        (
+            "t-key",
+            with_tool_schema(
+                "t-key", b'{"type":"object","properties":{"\\udc80":{"type":"string"}}}'
+            ),
+            False,
+            422,
+            "InvalidText",
+        ),
+    ],
+    ids=[
+        "too-large",
+        "too-large-chunked",
+        "surrogate",
+        "newline-in-thread-id",
+        "long-run-id",
+        "nan-in-tool-schema",
+        "surrogate-key-in-tool-schema",
+    ],
+)
 async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
     http: httpx.AsyncClient,
+    thread: str | None,
+    body: dict[str, Any] | bytes,
+    chunked: bool,
+    status: int,
+    error_type: str | None,
 ) -> None:
-    big = {"id": "u1", "role": "user", "content": "x" * 3_000_000}
-    response = await http.post("/agents/demo", json=run_input("t-big", "r1", [big], []))
-    assert response.status_code == 413 and response.json()["detail"]["type"] == "RequestTooLarge"
-
-    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: the size shows as it comes
-        body = json.dumps(run_input("t-big", "r1", [big], [])).encode()
-        for start in range(0, len(body), 65_536):
-            yield body[start : start + 65_536]
-
-    response = await http.post(
-        "/agents/demo", content=chunked(), headers={"content-type": "application/json"}
-    )
-    assert response.status_code == 413 and response.json()["detail"]["type"] == "RequestTooLarge"
-    surrogate = b'{"threadId":"t-sur","runId":"r1","messages":[{"id":"u","role":"user","content":"\\ud800"}]}'
-    response = await http.post(
-        "/agents/demo", content=surrogate, headers={"content-type": "application/json"}
-    )
-    assert response.status_code == 422
-    newline = run_input("nl1\n", "r1", [{"id": "u", "role": "user", "content": "hi"}], [])
-    assert (await http.post("/agents/demo", json=newline)).status_code == 422
-    long_run_id = run_input(
-        "t-long", "r" * 5000, [{"id": "u", "role": "user", "content": "hi"}], []
-    )
-    assert (await http.post("/agents/demo", json=long_run_id)).status_code == 422
-    # NaN (which Python's JSON parser takes) and a lone surrogate in a key of a tool schema.
-    hi = [{"id": "u", "role": "user", "content": "hi"}]
-    for thread, raw, error in (
-        ("t-nan", b'{"type":"object","properties":{"n":{"maximum":NaN}}}', "InvalidJson"),
-        ("t-key", b'{"type":"object","properties":{"\\udc80":{"type":"string"}}}', "InvalidText"),
-    ):
-        body = json.dumps(run_input(thread, "r1", hi, [])).encode()
-        tool = b'[{"name":"pick","description":"d","parameters":' + raw + b"}]"
-        body = body.replace(b'"tools": []', b'"tools": ' + tool)
+    if isinstance(body, dict):
+        response = await http.post("/agents/demo", json=body)
+    else:
         response = await http.post(
-            "/agents/demo", content=body, headers={"content-type": "application/json"}
+            "/agents/demo",
+            content=in_chunks(body) if chunked else body,
+            headers={"content-type": "application/json"},
         )
-        assert response.status_code == 422, (thread, response.text)
-        assert response.json()["detail"]["type"] == error
-    for thread in ("t-big", "t-sur", "t-long", "t-nan", "t-key"):
+    assert response.status_code == status, (thread, response.text)
+    if error_type is not None:
+        assert response.json()["detail"]["type"] == error_type
+    if thread is not None:
         assert (await http.get(f"/threads/{thread}")).status_code == 404
+
+
+async def test_an_oversized_tool_answer_is_refused_and_the_call_stays_open(
+    http: httpx.AsyncClient,
+) -> None:
     wire_id, _ = await pending_thread(http, "t-big-answer")
     huge = {"results": [{"toolCallId": wire_id, "content": "y" * 3_000_000}]}
     response = await http.post("/threads/t-big-answer/tool-results", json=huge)
@@ -344,20 +393,23 @@ async def test_oversized_and_unencodable_input_is_refused_before_the_thread(
     assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
 
 
-async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
-    http: httpx.AsyncClient,
-) -> None:
-    user = [{"id": "u", "role": "user", "content": "hi"}]
-    for tool in (
+@pytest.mark.parametrize(
+    "tool",
+    [
         {"name": "lookup_flight", "description": "clash"},
         {"name": "bad name!", "description": "spaces"},
         {"name": "", "description": "empty"},
-    ):
-        body = run_input("t-tools", "r1", user, [])
-        body["tools"] = [tool]
-        response = await http.post("/agents/demo", json=body)
-        assert response.status_code == 422, tool
-        assert response.json()["detail"]["type"] == "InvalidTool"
+    ],
+    ids=["backend-name", "space", "empty"],
+)
+async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
+    http: httpx.AsyncClient, tool: dict[str, str]
+) -> None:
+    body = run_input("t-tools", "r1", [{"id": "u", "role": "user", "content": "hi"}], [])
+    body["tools"] = [tool]
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 422, tool
+    assert response.json()["detail"]["type"] == "InvalidTool"
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -443,6 +495,6 @@ async def test_malformed_resume_payloads_and_event_ids_are_refused(http: httpx.A
     assert response.status_code == 422 and response.json()["detail"]["type"] == "TooDeep"
     assert (await http.get("/threads/t-resume-limits")).json()["status"] == "awaiting_approval"
     bad_id = await http.get(
-        "/threads/t-resume-limits/runs/r1/events", headers={"Last-Event-ID": "²".encode("latin-1")}
+        "/threads/t-resume-limits/runs/r1/events", headers={b"Last-Event-ID": "²".encode("latin-1")}
     )
     assert bad_id.status_code == 400

@@ -13,7 +13,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agui.core.contract import PENDING_TOOL_CALLS, THREAD_STATUS
-from tests.conftest import BIN, DevStack
+from tests.stack import BIN, DevStack
 from tests.support import CONFIRM_BOOKING, post_run, run_input
 
 

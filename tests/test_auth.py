@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from durable_agui.cli.devserver import free_port
-from tests.conftest import BIN, DevStack
+from tests.stack import BIN, DevStack
 from tests.support import CONFIRM_BOOKING, parse_sse, run_input, text_of
 
 KEYS = {"key-alice": "alice", "key-bob": "bob"}

@@ -25,7 +25,7 @@ from temporalio.worker import Replayer
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.sessions import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
-from tests.conftest import Cluster
+from tests.stack import Cluster
 from tests.support import CONFIRM_BOOKING, parse_sse, persisted_messages, run_input
 
 THREADS = 4
@@ -127,9 +127,9 @@ async def test_random_kills_lose_no_thread_and_every_history_replays(cluster: Cl
     api_port = int(url.rsplit(":", 1)[1])
     until = time.monotonic() + DURATION_S
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-        killed, *done = await asyncio.gather(
+        killed, done = await asyncio.gather(
             kill_at_random(cluster, rng, until, api_port),
-            *(round_trips(http, f"chaos-{t}", until) for t in range(THREADS)),
+            asyncio.gather(*(round_trips(http, f"chaos-{t}", until) for t in range(THREADS))),
         )
         print(f"killed {killed}; round trips finished per thread {done}")
         assert len(killed) >= 5 and sum(done) >= THREADS, (killed, done)

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from durable_agui.cli.devserver import DevServer, free_port, port_in_use
-from tests.conftest import S3_CREDENTIALS
+from tests.stack import S3_CREDENTIALS
 
 BIN = Path(sys.executable).parent
 
@@ -468,13 +468,13 @@ async def test_dev_refuses_an_open_address_before_starting_anything(
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("args", [["threads"], ["thread", "t1"]], ids=["threads", "thread"])
 async def test_read_commands_name_the_temporal_address_they_cannot_reach(
-    cli: Launch, tmp_path: Path
+    cli: Launch, args: list[str]
 ) -> None:
     nowhere = f"127.0.0.1:{free_port()}"
-    for args in (["threads"], ["thread", "t1"]):
-        command = await cli(*args, env={"DURABLE_AGUI_TEMPORAL_ADDRESS": nowhere})
-        assert await command.exit_code() == 1
-        (line,) = command.output.strip().splitlines()
-        assert nowhere in line and "DURABLE_AGUI_TEMPORAL_ADDRESS" in line, line
-        assert "tonic" not in line
+    command = await cli(*args, env={"DURABLE_AGUI_TEMPORAL_ADDRESS": nowhere})
+    assert await command.exit_code() == 1
+    (line,) = command.output.strip().splitlines()
+    assert nowhere in line and "DURABLE_AGUI_TEMPORAL_ADDRESS" in line, line
+    assert "tonic" not in line

@@ -14,7 +14,7 @@ import yaml
 
 from durable_agui.core.contract import SEARCH_ATTRIBUTES
 from durable_agui.core.settings import Settings
-from tests.conftest import Cluster
+from tests.stack import Cluster
 from tests.support import post_run, run_input, text_of
 
 ROOT = Path(__file__).parent.parent

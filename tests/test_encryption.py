@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from google.protobuf import json_format
-from temporalio.api.common.v1 import Payloads
+from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.client import Client
 
 from durable_agui.core.codec import new_key
 from durable_agui.core.contract import workflow_id_for
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import parse_sse, run_input, text_of
 
 SECRET = "my passport number is X1234567"
@@ -42,7 +42,7 @@ async def test_history_on_the_server_is_ciphertext_and_the_ui_path_decodes(stack
         # A client without the key sees only ciphertext in the stored history.
         raw = await Client.connect(stack.temporal_address)
         history = await raw.get_workflow_handle("agui-thread-enc").fetch_history()
-        payloads = []
+        payloads: list[Payload] = []
         for event in history.events:
             if event.HasField("workflow_execution_update_accepted_event_attributes"):
                 payloads += event.workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 
 from durable_agui.core.contract import FrontendTool
-from tests.conftest import DevStack
 from tests.fresh_venv import ProjectStack
+from tests.stack import DevStack
 from tests.support import parse_sse, post_run, run_input, text_of
 
 CONFIRM_BOOKING = FrontendTool(

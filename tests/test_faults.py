@@ -21,7 +21,7 @@ from temporalio.worker import Replayer
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.workflows import AgentThreadWorkflow
-from tests.conftest import Cluster
+from tests.stack import Cluster
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,

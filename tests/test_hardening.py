@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.event_log import POLL_UPDATE, read_thread
-from tests.conftest import BIN, DevStack
+from tests.stack import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,
@@ -512,27 +512,42 @@ async def test_a_frontend_tool_declared_twice_is_refused(http: httpx.AsyncClient
     assert "twice" in response.json()["detail"]["message"]
 
 
+@pytest.mark.parametrize(
+    "origin",
+    ["https://attacker.example", "null", "http://LOCALHOST.attacker.example"],
+    ids=["other-site", "null", "loopback-name-as-prefix"],
+)
 async def test_without_auth_other_sites_cannot_act_through_the_browser(
-    stack: DevStack, http: httpx.AsyncClient
+    http: httpx.AsyncClient, origin: str, request: pytest.FixtureRequest
 ) -> None:
     """A page on another site can send a bodiless "simple" POST (no preflight) to a local
     stack: cancelling a run that way used to work. Now every request that changes
     something must come from a loopback origin (or from no browser at all)."""
-    thread = "cross-site"
+    thread = f"cross-site-{request.node.callspec.id}"
     await still_answers(http, thread, "r1")
-    for origin in ("https://attacker.example", "null", "http://LOCALHOST.attacker.example"):
-        refused = await http.post(f"/threads/{thread}/cancel", headers={"origin": origin})
-        assert refused.status_code == 403, (origin, refused.text)
-        assert refused.json()["detail"]["type"] == "CrossOrigin"
-        run = await http.post(
-            "/agents/demo",
-            json=run_input(thread, "r-x", [user("u-x", "hi")], []),
-            headers={"origin": origin},
-        )
-        assert run.status_code == 403
-    for origin in ("http://localhost:5173", f"http://127.0.0.1:{stack.api_port}"):
-        allowed = await http.post(f"/threads/{thread}/cancel", headers={"origin": origin})
-        assert allowed.status_code == 409, allowed.text  # no run in progress: not refused
+    refused = await http.post(f"/threads/{thread}/cancel", headers={"origin": origin})
+    assert refused.status_code == 403, (origin, refused.text)
+    assert refused.json()["detail"]["type"] == "CrossOrigin"
+    run = await http.post(
+        "/agents/demo",
+        json=run_input(thread, "r-x", [user("u-x", "hi")], []),
+        headers={"origin": origin},
+    )
+    assert run.status_code == 403
+    await still_answers(http, thread, "r2")
+
+
+@pytest.mark.parametrize("origin", ["dev-server", "this-api"])
+async def test_without_auth_loopback_pages_may_act(
+    stack: DevStack, http: httpx.AsyncClient, origin: str
+) -> None:
+    """Pages served from the loopback (a frontend's dev server, the API's own page) pass;
+    reads and a loopback host name in any case pass whatever the origin."""
+    thread = f"same-site-{origin}"
+    await still_answers(http, thread, "r1")
+    url = {"dev-server": "http://localhost:5173", "this-api": f"http://127.0.0.1:{stack.api_port}"}
+    allowed = await http.post(f"/threads/{thread}/cancel", headers={"origin": url[origin]})
+    assert allowed.status_code == 409, allowed.text  # no run in progress: not refused
     assert (await http.get("/healthz", headers={"origin": "https://x.example"})).is_success
     assert (await http.get("/healthz", headers={"host": "LocalHost"})).is_success
     await still_answers(http, thread, "r2")

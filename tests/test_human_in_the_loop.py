@@ -19,7 +19,7 @@ import pytest
 
 from durable_agui.cli.devserver import free_port
 from durable_agui.sessions import PLACEHOLDER_TEXT
-from tests.conftest import BIN, STORES, DevStack, store_env
+from tests.stack import BIN, STORES, DevStack, store_env
 from tests.support import (
     CHOOSE_SEAT,
     CONFIRM_BOOKING,

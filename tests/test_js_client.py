@@ -7,8 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import DevStack
 from tests.prerequisites import require_node
+from tests.stack import DevStack
 
 JS = Path(__file__).parent / "js"
 

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agui.core.contract import workflow_id_for
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import CONFIRM_BOOKING, post_run, rebuilt_history, run_input, text_of
 
 

@@ -19,7 +19,6 @@ import httpx
 import pytest
 
 from durable_agui.sessions import PLACEHOLDER_TEXT
-from tests.conftest import STORES, DevStack, store_env
 from tests.model_servers import (
     AnthropicServer,
     ModelServer,
@@ -29,6 +28,7 @@ from tests.model_servers import (
     SentToolCall,
     SentToolResult,
 )
+from tests.stack import STORES, DevStack, store_env
 from tests.support import (
     CONFIRM_BOOKING,
     persisted_messages,

@@ -14,8 +14,8 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from durable_agui.sessions.store import FileSessionStore
-from tests.conftest import DevStack
 from tests.prerequisites import require_chromium
+from tests.stack import DevStack
 
 SHOTS = Path(__file__).parent.parent / "test-output"
 FLAGS = [

@@ -21,11 +21,10 @@ from tests.support import store_snapshot
 
 def seeded_thread(settings: Settings, thread: str) -> list[str]:
     """A session as run_turn leaves it after two frontend calls: returns their native ids."""
-    tools = [placeholder_tool(frontend_spec(FrontendTool(name=name))) for name in ("a", "b")]
     session = session_store(settings).open(thread)
     agent = Agent(
         model=OfflineModel(),
-        tools=tools,
+        tools=[placeholder_tool(frontend_spec(FrontendTool(name=name))) for name in ("a", "b")],
         session_manager=session,
         agent_id="default",
         callback_handler=None,

@@ -8,7 +8,7 @@ import json
 import httpx
 
 from durable_agui.sessions import PLACEHOLDER_TEXT
-from tests.conftest import DevStack
+from tests.stack import DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     persisted_messages,

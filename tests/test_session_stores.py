@@ -18,8 +18,8 @@ from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
-from tests.conftest import ALL_STORES, BIN, store_env, store_of
 from tests.postgres import ExternalPostgres, PostgresServer
+from tests.stack import ALL_STORES, BIN, StoreKind, store_env, store_of
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_update_keeps_created_at_and_missing_records_raise(store: PostgresSessio
 
 @pytest.mark.parametrize("kind", ALL_STORES)
 def test_truncate_cuts_the_tail_and_only_that_thread(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+    kind: StoreKind, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     store = store_of(store_env(request, kind), tmp_path)
     assert store.verified_count("pg-cut", None) == 0

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from durable_agui.sessions.store import FileSessionStore
-from tests.conftest import BIN, DevStack
+from tests.stack import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,

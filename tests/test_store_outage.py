@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Cluster, store_of
 from tests.postgres import PostgresServer, throwaway_postgres
+from tests.stack import Cluster, store_of
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
@@ -152,7 +152,7 @@ async def test_a_turn_that_loses_the_store_ends_in_one_clean_run_error(
 async def test_a_worker_refuses_to_start_on_a_schema_that_is_not_current(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:
-    from tests.conftest import BIN
+    from tests.stack import BIN
 
     env = {
         "PATH": str(BIN),
