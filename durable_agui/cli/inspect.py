@@ -71,14 +71,7 @@ async def list_threads(client: Client, status: str | None, agent: str | None) ->
 
 def store_location(settings: Settings) -> str:
     """Where the configured session store is, for messages (no password)."""
-    from sqlalchemy.engine import make_url
-
-    if settings.session_store == "postgres":
-        url = make_url(settings.postgres_url or "").render_as_string(hide_password=True)
-        return f"postgres {url}"
-    if settings.session_store == "s3":
-        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
-    return str(settings.sessions_dir)
+    return session_store(settings).describe()
 
 
 async def show_thread(

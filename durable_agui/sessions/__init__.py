@@ -7,13 +7,13 @@ from durable_agui.sessions.content import (
     tool_result_block,
     user_content_blocks,
 )
+from durable_agui.sessions.factory import session_store
 from durable_agui.sessions.store import (
     PLACEHOLDER_TEXT,
     STORE_ERRORS,
     SessionStore,
     SessionStoreInconsistent,
     is_placeholder,
-    session_store,
 )
 
 __all__ = [
