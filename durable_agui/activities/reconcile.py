@@ -10,6 +10,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.patch import (
+    SessionPatchError,
+    holds_result,
+    patch_tool_results,
+    write_back,
+)
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -19,19 +25,8 @@ from durable_agui.core.contract import (
     UserInput,
 )
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import (
-    STORE_ERRORS,
-    SessionStoreInconsistent,
-    session_store,
-    tool_result_block,
-    user_content_blocks,
-)
-from durable_agui.sessions.patch import (
-    SessionPatchError,
-    holds_result,
-    patch_tool_results,
-    write_back,
-)
+from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
+from durable_agui.translation import tool_result_block, user_content_blocks
 
 VERIFY_ATTEMPTS = 5
 """Attempts at a write whose read-back differs before the run ends with ``RUN_ERROR``."""

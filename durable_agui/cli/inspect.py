@@ -11,7 +11,6 @@ import re
 
 from temporalio.client import Client
 
-from durable_agui.api.transcript import to_agui_messages
 from durable_agui.core.contract import (
     AGENT_NAME,
     ANONYMOUS,
@@ -26,6 +25,7 @@ from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import connect
 from durable_agui.sessions import session_store
+from durable_agui.translation import to_agui_messages
 
 
 class TemporalUnreachable(RuntimeError):

@@ -13,7 +13,7 @@ thread's newest messages, in its own layout.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,19 +26,6 @@ from strands.types.session import Session, SessionAgent, SessionMessage
 from durable_agui.core.contract import AGENT_ID
 
 T = TypeVar("T")
-
-PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
-"""Result persisted for a frontend call until the client's answer replaces it.
-
-Never streamed, never listed, never read by the model: the turn ends before the next model
-call, and ``reconcile_session`` replaces it before the thread continues.
-"""
-
-
-def is_placeholder(result: Mapping[str, Any]) -> bool:
-    """Whether a persisted ``toolResult`` is still the placeholder (the client has the call)."""
-    return any(block.get("text") == PLACEHOLDER_TEXT for block in result.get("content", []))
-
 
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
 """What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a
