@@ -6,10 +6,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
-from sqlalchemy import select
 from strands import Agent
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
@@ -29,13 +27,6 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import SessionStore
-from durable_agui.sessions.postgres import (
-    PostgresSessionStore,
-    agent_table,
-    message_table,
-    session_table,
-)
-from durable_agui.sessions.store import FileSessionStore, S3SessionStore
 from durable_agui.workflows import AgentThreadWorkflow
 
 CONFIRM_BOOKING = FrontendTool(
@@ -102,42 +93,12 @@ def text_of(events: list[dict[str, Any]]) -> str:
 
 def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
-    if isinstance(store, FileSessionStore):
-        paths = [
-            store.message_path(thread_id, n) for n in range(store.verified_count(thread_id, None))
-        ]
-        return [json.loads(p.read_text())["message"] for p in paths]
-    if isinstance(store, S3SessionStore):
-        return [m.message for m in store.read_messages(thread_id)]
-    assert isinstance(store, PostgresSessionStore)
-    with store.engine.connect() as connection:
-        rows = connection.scalars(
-            select(message_table.c.data)
-            .where(message_table.c.session_id == thread_id)
-            .order_by(message_table.c.message_id)
-        )
-        return [json.loads(data)["message"] for data in rows]
+    return store.stored_messages(thread_id)
 
 
 def store_snapshot(store: SessionStore) -> dict[str, Any]:
     """Everything the session store holds, for checking that nothing was written."""
-    if isinstance(store, FileSessionStore):
-        folder = store.sessions_dir
-        return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    if isinstance(store, S3SessionStore):
-        client = boto3.client("s3", endpoint_url=store.endpoint_url)
-        listing = client.list_objects_v2(Bucket=store.bucket).get("Contents", [])
-        return {
-            item["Key"]: client.get_object(Bucket=store.bucket, Key=item["Key"])["Body"].read()
-            for item in listing
-        }
-    assert isinstance(store, PostgresSessionStore)
-    snapshot: dict[str, Any] = {}
-    with store.engine.connect() as connection:
-        for table in (session_table, agent_table, message_table):
-            rows = connection.execute(select(table).order_by(*table.primary_key.columns))
-            snapshot[table.name] = [tuple(row) for row in rows]
-    return snapshot
+    return store.snapshot()
 
 
 async def post_run(

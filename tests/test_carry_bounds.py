@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from durable_agui.activities.agui_events import MAX_ARGS_PER_BATCH
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
     MAX_NATIVE_ID,
@@ -33,6 +32,7 @@ from durable_agui.core.contract import (
     digest,
 )
 from durable_agui.core.settings import Settings
+from durable_agui.translation.events import MAX_ARGS_PER_BATCH
 from durable_agui.workflows.batch import (
     KEEP_CALL_IDS,
     KEEP_CLOSED,

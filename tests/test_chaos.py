@@ -23,7 +23,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_agui.core.contract import workflow_id_for
-from durable_agui.sessions import PLACEHOLDER_TEXT
+from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.stack import Cluster
 from tests.support import CONFIRM_BOOKING, parse_sse, persisted_messages, run_input

@@ -13,7 +13,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agui.core.contract import WORKFLOW_ID_PREFIX, ThreadStatus
-from durable_agui.sessions import PLACEHOLDER_TEXT
+from durable_agui.translation import PLACEHOLDER_TEXT
 from tests.stack import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from durable_agui.cli.devserver import free_port
-from durable_agui.sessions import PLACEHOLDER_TEXT
+from durable_agui.translation import PLACEHOLDER_TEXT
 from tests.stack import BIN, STORES, DevStack, store_env
 from tests.support import (
     CHOOSE_SEAT,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from durable_agui.sessions import PLACEHOLDER_TEXT
+from durable_agui.translation import PLACEHOLDER_TEXT
 from tests.model_servers import (
     AnthropicServer,
     ModelServer,

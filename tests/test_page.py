@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from durable_agui.sessions.store import FileSessionStore
+from durable_agui.sessions.file import FileSessionStore
 from tests.prerequisites import require_chromium
 from tests.stack import DevStack
 

@@ -15,7 +15,8 @@ from durable_agui.core.contract import (
     UserInput,
 )
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import PLACEHOLDER_TEXT, session_store
+from durable_agui.sessions import session_store
+from durable_agui.translation import PLACEHOLDER_TEXT
 from tests.support import store_snapshot
 
 

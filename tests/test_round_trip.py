@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from durable_agui.sessions import PLACEHOLDER_TEXT
+from durable_agui.translation import PLACEHOLDER_TEXT
 from tests.stack import DevStack
 from tests.support import (
     CONFIRM_BOOKING,

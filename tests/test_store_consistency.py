@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from durable_agui.sessions.store import FileSessionStore
+from durable_agui.sessions.file import FileSessionStore
 from tests.stack import BIN, DevStack
 from tests.support import (
     CONFIRM_BOOKING,

@@ -11,7 +11,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agui.core.contract import ThreadStatus, ToolResult, ToolResultsRequest, workflow_id_for
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import PLACEHOLDER_TEXT, session_store
+from durable_agui.sessions import session_store
+from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.worker import build_worker
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.support import (

@@ -5,11 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from strands.session.session_repository import SessionRepository
 from strands.types.session import SessionMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.patch import (
+    SessionPatchError,
+    holds_result,
+    patch_tool_results,
+    write_back,
+)
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -21,17 +28,11 @@ from durable_agui.core.contract import (
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import (
     STORE_ERRORS,
+    SessionStore,
     SessionStoreInconsistent,
     session_store,
-    tool_result_block,
-    user_content_blocks,
 )
-from durable_agui.sessions.patch import (
-    SessionPatchError,
-    holds_result,
-    patch_tool_results,
-    write_back,
-)
+from durable_agui.translation import tool_result_block, user_content_blocks
 
 VERIFY_ATTEMPTS = 5
 """Attempts at a write whose read-back differs before the run ends with ``RUN_ERROR``."""
@@ -58,6 +59,42 @@ def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) 
     return True
 
 
+def _cut_failed_turn(store: SessionStore, thread: str, expected_count: int | None) -> None:
+    """Check the store against the count the thread recorded and cut a failed turn's
+    messages, as the next turn would, so that the answers and the user input go where the
+    thread recorded its history ends (nothing is checked when no count was recorded).
+
+    Raises:
+        SessionStoreInconsistent: fewer messages than recorded, or a gap.
+    """
+    if expected_count is None:
+        return
+    if store.verified_count(thread, expected_count) > expected_count:
+        store.truncate_messages(thread, expected_count)
+
+
+def _takes_user_input(message: SessionMessage, request: ReconcileInput) -> bool:
+    """Whether the request's user input joins ``message`` (the last one): it holds the
+    anchor's result."""
+    anchor = request.anchor_native_id
+    return bool(anchor and request.user_messages and holds_result(message, anchor))
+
+
+def _write_back_verified(
+    repository: SessionRepository, thread: str, message: SessionMessage
+) -> None:
+    """``write_back``; a read-back that differs is ``ReconcileVerifyFailed``, retried until
+    ``VERIFY_ATTEMPTS``: a store that keeps reading back something else is not going to stop."""
+    try:
+        write_back(repository, thread, message)
+    except SessionPatchError as err:
+        raise ApplicationError(
+            str(err),
+            type=ErrorType.RECONCILE_VERIFY_FAILED,
+            non_retryable=activity.info().attempt >= VERIFY_ATTEMPTS,
+        ) from err
+
+
 class ReconcileActivities:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -65,41 +102,26 @@ class ReconcileActivities:
     def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
         store = session_store(self._settings)
         thread = request.session_id or request.thread_id
-        if request.expected_count is not None:
-            held = store.verified_count(thread, request.expected_count)
-            if held > request.expected_count:
-                # A failed turn's messages: cut as the next turn would, so that the answers
-                # and the user input go where the thread recorded its history ends.
-                store.truncate_messages(thread, request.expected_count)
-        session = store.open(thread)
+        _cut_failed_turn(store, thread, request.expected_count)
+        repository = store.open(thread).session_repository
         wanted = {
             r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
         }
         rewritten: list[str] = []
         unchanged: list[str] = []
         appended = False
-        messages = session.session_repository.list_messages(thread, AGENT_ID)
-        for position, message in enumerate(messages):
+        messages = repository.list_messages(thread, AGENT_ID)
+        for message in messages:
             patched, same = patch_tool_results(message, wanted)
             unchanged += same
             changed = bool(patched)
-            is_last = position == len(messages) - 1
-            anchor = request.anchor_native_id
-            if is_last and anchor and request.user_messages and holds_result(message, anchor):
+            if message is messages[-1] and _takes_user_input(message, request):
                 # The results end the history: new user input joins their message rather than
                 # following it as a second user message (roles alternate for every provider).
                 changed = _append_user_input(message, request.user_messages) or changed
                 appended = True
             if changed:
-                try:
-                    write_back(session.session_repository, thread, message)
-                except SessionPatchError as err:
-                    # A store that keeps reading back something else is not going to stop.
-                    raise ApplicationError(
-                        str(err),
-                        type=ErrorType.RECONCILE_VERIFY_FAILED,
-                        non_retryable=activity.info().attempt >= VERIFY_ATTEMPTS,
-                    ) from err
+                _write_back_verified(repository, thread, message)
             rewritten += patched
         missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
         if missing:

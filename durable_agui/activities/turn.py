@@ -18,8 +18,8 @@ from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.activities.agui_events import TurnTranslator
 from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
@@ -36,14 +36,14 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import (
+from durable_agui.sessions import session_store
+from durable_agui.translation import (
     PLACEHOLDER_TEXT,
+    TurnTranslator,
     is_placeholder,
-    session_store,
     tool_result_block,
     user_content_blocks,
 )
-from durable_agui.sessions.patch import patch_tool_results, write_back
 
 logger = logging.getLogger(__name__)
 

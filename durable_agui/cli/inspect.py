@@ -11,7 +11,6 @@ import re
 
 from temporalio.client import Client
 
-from durable_agui.api.transcript import to_agui_messages
 from durable_agui.core.contract import (
     AGENT_NAME,
     ANONYMOUS,
@@ -20,12 +19,14 @@ from durable_agui.core.contract import (
     THREAD_LAST_ACTIVITY,
     THREAD_STATUS,
     WORKFLOW_ID_PREFIX,
+    ThreadState,
     workflow_id_for,
 )
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import connect
 from durable_agui.sessions import session_store
+from durable_agui.translation import thread_transcript, workflow_ui_url
 
 
 class TemporalUnreachable(RuntimeError):
@@ -71,14 +72,7 @@ async def list_threads(client: Client, status: str | None, agent: str | None) ->
 
 def store_location(settings: Settings) -> str:
     """Where the configured session store is, for messages (no password)."""
-    from sqlalchemy.engine import make_url
-
-    if settings.session_store == "postgres":
-        url = make_url(settings.postgres_url or "").render_as_string(hide_password=True)
-        return f"postgres {url}"
-    if settings.session_store == "s3":
-        return f"s3://{settings.s3_bucket}/{settings.s3_prefix}"
-    return str(settings.sessions_dir)
+    return session_store(settings).describe()
 
 
 async def show_thread(
@@ -97,26 +91,25 @@ async def show_thread(
     if state.message_count and not await asyncio.to_thread(store.has_session, state.session_id):
         raise ThreadNotInStore(
             f"thread {thread_id!r} has no session in the session store at "
-            f"{store_location(settings)}: give the stack's --data-dir (or store settings)"
+            f"{store.describe()}: give the stack's --data-dir (or store settings)"
         )
     # Checked as GET /threads/{id}/messages checks it: a history with a gap is an error.
-    await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
-    stored = await asyncio.to_thread(store.read_messages, state.session_id)
-    if state.current_run_id is None and state.message_count is not None:
-        stored = stored[: state.message_count]  # a failed turn's writes are not history
-    messages = to_agui_messages(
-        stored,
-        {native: wire for wire, native in state.tool_call_ids.items()},
-        {call.native_id for call in state.pending_tool_calls},
-    )
-    lines = [
+    messages = await asyncio.to_thread(thread_transcript, store, state)
+    return [
         f"thread    {thread_id}",
         f"agent     {state.agent}",
         f"status    {state.status.value}",
         f"turns     {state.turns}",
-        f"workflow  {settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
-        f"/workflows/{workflow_id}",
+        f"workflow  {workflow_ui_url(settings, workflow_id)}",
+        *_open_call_lines(state),
+        "transcript",
+        *(f"  {message.model_dump_json(by_alias=True, exclude_none=True)}" for message in messages),
     ]
+
+
+def _open_call_lines(state: ThreadState) -> list[str]:
+    """One line per pending frontend call, then one per approval."""
+    lines: list[str] = []
     for call in state.pending_tool_calls:
         answered = "answered" if call.result else "waiting"
         lines.append(
@@ -126,9 +119,6 @@ async def show_thread(
         lines.append(
             f"approval  {interrupt.interrupt_id} {interrupt.tool_name}: {interrupt.message}"
         )
-    lines.append("transcript")
-    for message in messages:
-        lines.append(f"  {message.model_dump_json(by_alias=True, exclude_none=True)}")
     return lines
 
 

@@ -1,31 +1,15 @@
-"""The session store: where a thread's messages live (Strands ``SessionManager``)."""
+"""The session store: where a thread's messages live (Strands ``SessionManager``).
 
-from durable_agui.sessions.content import (
-    agui_content,
-    client_result_blocks,
-    render_tool_result,
-    tool_result_block,
-    user_content_blocks,
-)
-from durable_agui.sessions.store import (
-    PLACEHOLDER_TEXT,
-    STORE_ERRORS,
-    SessionStore,
-    SessionStoreInconsistent,
-    is_placeholder,
-    session_store,
-)
+One module per store (``file.py``, ``postgres.py``, ``s3.py``), what they share in
+``store.py``, the choice by settings in ``factory.py``.
+"""
+
+from durable_agui.sessions.factory import session_store
+from durable_agui.sessions.store import STORE_ERRORS, SessionStore, SessionStoreInconsistent
 
 __all__ = [
-    "PLACEHOLDER_TEXT",
     "STORE_ERRORS",
     "SessionStore",
     "SessionStoreInconsistent",
-    "agui_content",
-    "client_result_blocks",
-    "is_placeholder",
-    "render_tool_result",
     "session_store",
-    "tool_result_block",
-    "user_content_blocks",
 ]

@@ -317,9 +317,12 @@ class PostgresSessionStore(SessionStore):
     ``lock_timeout``).
     """
 
+    kind = "postgres"
+
     def __init__(
         self, url: str, pool_size: int = 5, migrate: bool = True, timeout_ms: int = 3000
     ) -> None:
+        self._url = url
         engine_url = make_url(url)
         if engine_url.drivername in ("postgresql", "postgres"):
             engine_url = engine_url.set(drivername="postgresql+psycopg")
@@ -355,6 +358,18 @@ class PostgresSessionStore(SessionStore):
 
     def repository(self) -> SessionRepository:
         return self._ready()
+
+    def describe(self) -> str:
+        return f"postgres {make_url(self._url).render_as_string(hide_password=True)}"
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every row of the three tables, by table name, in primary key order."""
+        snapshot: dict[str, Any] = {}
+        with self.engine.connect() as connection:
+            for table in (session_table, agent_table, message_table):
+                rows = connection.execute(select(table).order_by(*table.primary_key.columns))
+                snapshot[table.name] = [tuple(row) for row in rows]
+        return snapshot
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)

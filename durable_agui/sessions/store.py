@@ -1,56 +1,31 @@
-"""Where threads' messages live: the session store, chosen by configuration.
+"""What every session store is: a thread's Strands session, plus the checks and the cut that
+Strands' ``SessionRepository`` lacks.
 
 A thread's session id is its AG-UI ``threadId``; its one agent has ``agent_id`` "default".
-Three stores (``DURABLE_AGUI_SESSION_STORE``):
-
-- ``file`` (default): Strands ``FileSessionManager`` under ``<data-dir>/sessions``, messages
-  at ``session_<threadId>/agents/agent_default/messages/message_<n>.json``. One machine, or
-  a shared volume.
-- ``postgres``: ``sessions.postgres.PostgresSessionRepository`` (SQLAlchemy, Alembic
-  migrations) for several workers and API replicas.
-- ``s3``: Strands ``S3SessionManager`` (AWS S3 or an S3-compatible server such as MinIO).
+The stores (``DURABLE_AGUI_SESSION_STORE``, chosen in ``sessions/factory.py``) are
+``file.py`` (the default), ``postgres.py`` and ``s3.py``.
 
 Strands' ``SessionRepository`` can create, read and update but not delete, and a retried
-turn must first cut away what its failed attempt wrote; so each store here also counts and
-truncates a thread's messages, in its own layout.
+turn must first cut away what its failed attempt wrote; so each store also deletes a
+thread's newest messages, in its own layout.
 """
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy.exc import SQLAlchemyError
-from strands.session.file_session_manager import FileSessionManager
 from strands.session.repository_session_manager import RepositorySessionManager
-from strands.session.s3_session_manager import S3SessionManager
 from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from durable_agui.core.contract import AGENT_ID
 
-if TYPE_CHECKING:
-    from durable_agui.core.settings import Settings
-
 T = TypeVar("T")
-
-PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
-"""Result persisted for a frontend call until the client's answer replaces it.
-
-Never streamed, never listed, never read by the model: the turn ends before the next model
-call, and ``reconcile_session`` replaces it before the thread continues.
-"""
-
-
-def is_placeholder(result: Mapping[str, Any]) -> bool:
-    """Whether a persisted ``toolResult`` is still the placeholder (the client has the call)."""
-    return any(block.get("text") == PLACEHOLDER_TEXT for block in result.get("content", []))
-
 
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
 """What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a
@@ -174,16 +149,40 @@ class CheckedRepository(SessionRepository):
 
 class SessionStore(ABC):
     """A thread's Strands session, plus the checks and the cut that ``SessionRepository``
-    lacks.
+    lacks, and what tests and the command line ask of a store (``describe``, ``snapshot``).
 
     Message indices of a thread's agent are contiguous from 0 in every store; a store whose
     indices are not (a message file moved away) is inconsistent, and every method that reads
     messages says so (``SessionStoreInconsistent``) instead of serving a history with a gap.
     """
 
+    kind: ClassVar[str]
+    """The store's ``DURABLE_AGUI_SESSION_STORE`` value: ``file``, ``postgres`` or ``s3``."""
+
     @abstractmethod
     def repository(self) -> SessionRepository:
         """The store's ``SessionRepository``, unwrapped. Reading through it creates nothing."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the store is, for people: a folder, ``s3://bucket/prefix`` or ``postgres
+        <url>``, never a password."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """Everything the store holds, as stored (for checking that nothing was written)."""
+
+    @abstractmethod
+    def truncate_messages(self, thread_id: str, keep: int) -> int:
+        """Delete messages ``keep`` and later; a crash midway leaves a prefix.
+
+        Returns how many messages were deleted.
+        """
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Check the store is reachable (and up to date) before serving; raises the store's
+        own error (``OSError``, SQLAlchemy ``OperationalError``, botocore ``ClientError``)."""
 
     def open(self, thread_id: str) -> RepositorySessionManager:
         """The Strands session manager of ``thread_id`` (its repository is checked: a stored
@@ -220,6 +219,15 @@ class SessionStore(ABC):
                 )
         return messages
 
+    def stored_messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's Strands messages in their stored encoding (bytes as Strands encodes
+        them), oldest first, without the repairs an ``Agent`` makes when it loads them.
+
+        Raises:
+            SessionStoreInconsistent: as ``read_messages``.
+        """
+        return [message.to_dict()["message"] for message in self.read_messages(thread_id)]
+
     def verified_count(self, thread_id: str, recorded: int | None) -> int:
         """How many messages the thread's session holds, checked against ``recorded``, the
         count the thread recorded after its last turn (``None``: nothing recorded yet, every
@@ -242,148 +250,22 @@ class SessionStore(ABC):
             )
         return recorded - 1 + len(tail)
 
-    @abstractmethod
-    def truncate_messages(self, thread_id: str, keep: int) -> int:
-        """Delete messages ``keep`` and later; a crash midway leaves a prefix.
+    def _truncate_one_by_one(self, thread_id: str, keep: int, delete: Callable[[int], None]) -> int:
+        """``truncate_messages`` for a store that deletes one message at a time: newest
+        first, so a crash midway leaves a prefix; then read back through Strands, so a
+        ``delete`` that missed (Strands moved its layout) fails here, not in the next turn.
 
-        Returns how many messages were deleted.
+        Raises:
+            RuntimeError: a message is still there after ``delete``.
         """
-
-    @abstractmethod
-    def prepare(self) -> None:
-        """Check the store is reachable (and up to date) before serving; raises the store's
-        own error (``OSError``, SQLAlchemy ``OperationalError``, botocore ``ClientError``)."""
-
-
-class _FileRepository(FileSessionManager):
-    """``FileSessionManager``'s repository methods without a session of its own: reading a
-    thread through it never creates one (``FileSessionManager()`` would)."""
-
-    def __init__(self, storage_dir: str) -> None:
-        self.storage_dir = storage_dir
-
-
-class FileSessionStore(SessionStore):
-    """Strands ``FileSessionManager`` under ``sessions_dir``."""
-
-    def __init__(self, sessions_dir: Path) -> None:
-        self.sessions_dir = sessions_dir
-        self._repository = _FileRepository(str(sessions_dir))
-
-    def prepare(self) -> None:
-        self.sessions_dir.mkdir(parents=True, exist_ok=True)
-
-    def repository(self) -> SessionRepository:
-        return self._repository
-
-    def message_path(self, thread_id: str, index: int) -> Path:
-        """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent."""
-        return Path(self._repository._get_message_path(thread_id, AGENT_ID, index))
-
-    def truncate_messages(self, thread_id: str, keep: int) -> int:
-        doomed = sorted(
-            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
-        )
-        for index in doomed:  # newest first
-            self.message_path(thread_id, index).unlink()
-        return len(doomed)
-
-
-class _S3Repository(S3SessionManager):
-    """``S3SessionManager``'s repository methods without a session of its own (its
-    constructor would create one): the same bucket, prefix and client."""
-
-    def __init__(
-        self, bucket: str, prefix: str, region: str | None, endpoint_url: str | None
-    ) -> None:
-        import boto3
-        from botocore.config import Config
-
-        self.bucket = bucket
-        self.prefix = prefix
-        self.client = boto3.Session(region_name=region).client(
-            "s3", config=Config(user_agent_extra="strands-agents"), endpoint_url=endpoint_url
-        )
-
-
-class S3SessionStore(SessionStore):
-    """Strands ``S3SessionManager``: keys ``<prefix>/session_<threadId>/agents/agent_default/
-    messages/message_<n>.json`` in ``bucket`` (credentials from the usual AWS chain)."""
-
-    def __init__(
-        self, bucket: str, prefix: str, region: str | None, endpoint_url: str | None
-    ) -> None:
-        self.bucket = bucket
-        self.prefix = prefix
-        self.region = region
-        self.endpoint_url = endpoint_url
-        self._repository = _S3Repository(bucket, prefix, region, endpoint_url)
-
-    def prepare(self) -> None:
-        self._repository.client.head_bucket(Bucket=self.bucket)
-
-    def repository(self) -> SessionRepository:
-        return self._repository
-
-    def truncate_messages(self, thread_id: str, keep: int) -> int:
-        doomed = sorted(
-            (m.message_id for m in self.read_messages(thread_id, offset=keep)), reverse=True
-        )
-        for index in doomed:  # newest first
-            self._repository.client.delete_object(
-                Bucket=self.bucket,
-                Key=self._repository._get_message_path(thread_id, AGENT_ID, index),
+        doomed = [message.message_id for message in self.read_messages(thread_id, offset=keep)]
+        for index in reversed(doomed):
+            delete(index)
+        left = self.read_messages(thread_id, offset=keep)
+        if left:
+            raise RuntimeError(
+                f"the {self.kind} session store still holds message {left[0].message_id} of "
+                f"thread {thread_id!r} after deleting it: Strands' layout is not the one "
+                "this version knows"
             )
         return len(doomed)
-
-
-_stores: dict[tuple[object, ...], SessionStore] = {}
-_stores_lock = threading.Lock()
-
-
-def session_store(settings: Settings) -> SessionStore:
-    """The process's session store for ``settings`` (one per configuration, so a PostgreSQL
-    store shares one connection pool).
-
-    Raises:
-        ValueError: ``postgres`` without ``postgres_url``, or ``s3`` without ``s3_bucket``.
-    """
-    key: tuple[object, ...] = (
-        settings.session_store,
-        settings.sessions_dir,
-        settings.postgres_url,
-        settings.postgres_pool_size,
-        settings.postgres_migrate,
-        settings.postgres_timeout_ms,
-        settings.s3_bucket,
-        settings.s3_prefix,
-        settings.s3_region,
-        settings.s3_endpoint_url,
-    )
-    with _stores_lock:
-        store = _stores.get(key)
-        if store is None:
-            store = _new_store(settings)
-            _stores[key] = store
-        return store
-
-
-def _new_store(settings: Settings) -> SessionStore:
-    if settings.session_store == "postgres":
-        if not settings.postgres_url:
-            raise ValueError("DURABLE_AGUI_SESSION_STORE=postgres needs DURABLE_AGUI_POSTGRES_URL")
-        from durable_agui.sessions.postgres import PostgresSessionStore
-
-        return PostgresSessionStore(
-            settings.postgres_url,
-            pool_size=settings.postgres_pool_size,
-            migrate=settings.postgres_migrate,
-            timeout_ms=settings.postgres_timeout_ms,
-        )
-    if settings.session_store == "s3":
-        if not settings.s3_bucket:
-            raise ValueError("DURABLE_AGUI_SESSION_STORE=s3 needs DURABLE_AGUI_S3_BUCKET")
-        return S3SessionStore(
-            settings.s3_bucket, settings.s3_prefix, settings.s3_region, settings.s3_endpoint_url
-        )
-    return FileSessionStore(settings.sessions_dir)

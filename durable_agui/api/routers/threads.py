@@ -27,7 +27,6 @@ from durable_agui.api.models import (
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
-from durable_agui.api.transcript import to_agui_messages
 from durable_agui.core.contract import (
     ResumeAnswer,
     ToolResult,
@@ -35,6 +34,7 @@ from durable_agui.core.contract import (
     workflow_id_for,
 )
 from durable_agui.sessions import session_store
+from durable_agui.translation import to_agui_messages
 
 router = APIRouter(prefix="/threads", tags=["threads"])
 

@@ -13,7 +13,6 @@ import json
 from typing import Any, cast
 
 from strands.types.content import ContentBlock
-from strands.types.tools import ToolResult, ToolResultContent
 
 _IMAGE_FORMATS = {
     "image/png": "png",
@@ -51,34 +50,6 @@ def user_content_blocks(content: str | list[dict[str, Any]]) -> list[ContentBloc
     if isinstance(content, str):
         return [{"text": content}]
     return [cast(ContentBlock, _part_block(part)) for part in content]
-
-
-def client_result_blocks(
-    content: str | list[dict[str, Any]], error: str | None
-) -> list[ToolResultContent]:
-    """A client's tool result as Strands ``ToolResultContent`` blocks.
-
-    Text is kept verbatim (a JSON string stays the exact string the client sent, so the
-    model reads what the client wrote). With ``error`` set, the error text comes first,
-    followed by any content the client sent alongside it (AG-UI: "present alongside content
-    rather than instead of it").
-    """
-    blocks = [cast(ToolResultContent, block) for block in user_content_blocks(content)]
-    if error is None:
-        return blocks
-    kept = [block for block in blocks if block.get("text", None) != ""]
-    return [{"text": error}, *kept]
-
-
-def tool_result_block(
-    native_id: str, content: str | list[dict[str, Any]], error: str | None
-) -> ToolResult:
-    """The persisted ``toolResult`` for a client's answer: error status when ``error`` is set."""
-    return {
-        "toolUseId": native_id,
-        "status": "error" if error is not None else "success",
-        "content": client_result_blocks(content, error),
-    }
 
 
 def agui_content(blocks: list[Any]) -> str | list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from strands.types.session import SessionMessage
 from strands.types.tools import ToolResult
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import is_placeholder
+from durable_agui.translation.tool_results import is_placeholder
 
 
 class SessionPatchError(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
@@ -34,7 +35,7 @@ from durable_agui.core.contract import (
     ToolCallRecord,
     ToolKind,
 )
-from durable_agui.sessions import render_tool_result
+from durable_agui.translation.content import render_tool_result
 
 MAX_ARGS_IN_STATE = 16_384
 """Arguments of one open call larger than this (JSON characters) stay out of workflow state
@@ -47,6 +48,38 @@ calls past it are kept with ``argsOmitted`` too."""
 def mint_wire_id() -> str:
     """A fresh wire id (``toolCallId``), unique in the thread."""
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _check_native_id(native_id: str) -> None:
+    """Raises ``ApplicationError`` (``InvalidToolCall``, not retried) for an id too long to
+    track."""
+    if len(native_id) > MAX_NATIVE_ID:
+        raise ApplicationError(
+            f"the model produced a tool call id of {len(native_id)} "
+            f"characters; this server tracks ids of at most {MAX_NATIVE_ID}",
+            type=ErrorType.INVALID_TOOL_CALL,
+            non_retryable=True,
+        )
+
+
+@dataclass
+class _OpenCallBudget:
+    """The open (frontend and approval) calls of one model message, and the arguments of
+    theirs that workflow state keeps."""
+
+    open_calls: int = 0
+    args_kept: int = 0
+
+    def keeps(self, args_size: int) -> bool:
+        """Whether arguments of ``args_size`` JSON characters fit in workflow state."""
+        return args_size <= MAX_ARGS_IN_STATE and self.args_kept + args_size <= MAX_ARGS_PER_BATCH
+
+    def offer(self, args_kept: int) -> bool:
+        """Count one more open call (keeping ``args_kept`` characters of arguments); whether
+        it is offered to the client (at most ``MAX_OPEN_CALLS`` per message)."""
+        self.open_calls += 1
+        self.args_kept += args_kept
+        return self.open_calls <= MAX_OPEN_CALLS
 
 
 class TurnTranslator:
@@ -129,47 +162,14 @@ class TurnTranslator:
     def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
         parent_id = self._text_message_id
         events = self._close_text()
-        open_calls = 0
-        args_kept = 0
+        budget = _OpenCallBudget()
         for block in message.get("content", []):
             tool_use = block.get("toolUse")
             if tool_use is None:
                 continue
-            if len(tool_use["toolUseId"]) > MAX_NATIVE_ID:
-                raise ApplicationError(
-                    f"the model produced a tool call id of {len(tool_use['toolUseId'])} "
-                    f"characters; this server tracks ids of at most {MAX_NATIVE_ID}",
-                    type=ErrorType.INVALID_TOOL_CALL,
-                    non_retryable=True,
-                )
+            _check_native_id(tool_use["toolUseId"])
             parent_id = parent_id or self._next_message_id()
-            rule = self._approvals.get(tool_use["name"])
-            kind = self._kind(tool_use["name"])
-            args = tool_use.get("input") if isinstance(tool_use.get("input"), dict) else {}
-            args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
-            # Workflow state keeps the small arguments of open calls only; the session and
-            # the stream hold them all.
-            keep_args = kind != "backend" and (
-                len(args_json) <= MAX_ARGS_IN_STATE
-                and args_kept + len(args_json) <= MAX_ARGS_PER_BATCH
-            )
-            record = ToolCallRecord(
-                wire_id=mint_wire_id(),
-                native_id=tool_use["toolUseId"],
-                tool_name=tool_use["name"],
-                args=args if keep_args else {},
-                args_omitted=kind != "backend" and not keep_args,
-                kind=kind,
-                approval_message=rule.message if rule else None,
-                response_schema=rule.response_schema if rule else None,
-            )
-            if kind != "backend":
-                open_calls += 1
-                args_kept += len(args_json) if keep_args else 0
-            if kind != "backend" and open_calls > MAX_OPEN_CALLS:
-                self.not_offered.append(record.model_copy(update={"kind": "backend"}))
-            elif len(self.tool_calls) < MAX_CALLS_PER_TURN:
-                self.tool_calls.append(record)
+            record, args_json = self._record(tool_use, budget)
             self._wire_ids[record.native_id] = record.wire_id
             events += [
                 ToolCallStartEvent(
@@ -181,6 +181,38 @@ class TurnTranslator:
                 ToolCallEndEvent(tool_call_id=record.wire_id),
             ]
         return events
+
+    def _record(
+        self, tool_use: dict[str, Any], budget: _OpenCallBudget
+    ) -> tuple[ToolCallRecord, str]:
+        """The call's record, kept in ``tool_calls`` or ``not_offered``, and its arguments as
+        JSON (for the stream)."""
+        kind = self._kind(tool_use["name"])
+        given = tool_use.get("input")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
+        args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+        # Workflow state keeps the small arguments of open calls only; the session and the
+        # stream hold them all.
+        keep_args = kind != "backend" and budget.keeps(len(args_json))
+        rule = self._approvals.get(tool_use["name"])
+        record = ToolCallRecord(
+            wire_id=mint_wire_id(),
+            native_id=tool_use["toolUseId"],
+            tool_name=tool_use["name"],
+            args=args if keep_args else {},
+            args_omitted=kind != "backend" and not keep_args,
+            kind=kind,
+            approval_message=rule.message if rule else None,
+            response_schema=rule.response_schema if rule else None,
+        )
+        self._keep(record, budget, len(args_json) if keep_args else 0)
+        return record, args_json
+
+    def _keep(self, record: ToolCallRecord, budget: _OpenCallBudget, args_kept: int) -> None:
+        if record.kind != "backend" and not budget.offer(args_kept):
+            self.not_offered.append(record.model_copy(update={"kind": "backend"}))
+        elif len(self.tool_calls) < MAX_CALLS_PER_TURN:
+            self.tool_calls.append(record)
 
     def _on_tool_results(self, message: dict[str, Any]) -> list[BaseEvent]:
         open_native = {call.native_id for call in self.tool_calls if call.kind != "backend"}

@@ -1,0 +1,139 @@
+"""A thread's persisted history as AG-UI messages: wire ids shown, placeholders never.
+
+One builder for every reader: ``GET /threads/{id}/messages`` and ``durable-agui thread ID``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    FunctionCall,
+    Message,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core.types import ContentPart
+from pydantic import TypeAdapter
+from strands.types.session import SessionMessage
+
+from durable_agui.translation.content import agui_content
+from durable_agui.translation.tool_results import is_placeholder, split_tool_result
+
+if TYPE_CHECKING:
+    from durable_agui.core.contract import ThreadState
+    from durable_agui.core.settings import Settings
+    from durable_agui.sessions.store import SessionStore
+
+_PARTS: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
+
+
+def _text(blocks: list[Any]) -> str:
+    return "".join(block["text"] for block in blocks if "text" in block)
+
+
+def _content(blocks: list[Any]) -> str | list[ContentPart]:
+    content = agui_content(blocks)
+    return content if isinstance(content, str) else _PARTS.validate_python(content)
+
+
+def _assistant_message(index: int, blocks: list[Any], wire_ids: dict[str, str]) -> Message:
+    """The model's message: its text, and its tool calls under their wire ids."""
+    calls = [
+        ToolCall(
+            id=wire_ids.get(use["toolUseId"], use["toolUseId"]),
+            type="function",
+            function=FunctionCall(
+                name=use["name"],
+                arguments=json.dumps(use.get("input", {}), separators=(",", ":")),
+            ),
+        )
+        for use in (block["toolUse"] for block in blocks if "toolUse" in block)
+    ]
+    return AssistantMessage(id=f"m{index}", content=_text(blocks) or None, tool_calls=calls or None)
+
+
+def _tool_messages(
+    index: int, blocks: list[Any], wire_ids: dict[str, str], pending_native: set[str]
+) -> list[Message]:
+    """One tool message per answered result of a user message (placeholders left out)."""
+    messages: list[Message] = []
+    for k, block in enumerate(blocks):
+        result = block.get("toolResult")
+        if result is None or result["toolUseId"] in pending_native or is_placeholder(result):
+            continue
+        content, error = split_tool_result(result)
+        messages.append(
+            ToolMessage(
+                id=f"m{index}.{k}",
+                tool_call_id=wire_ids.get(result["toolUseId"], result["toolUseId"]),
+                content=_content(content),
+                error=error,
+            )
+        )
+    return messages
+
+
+def _user_messages(
+    index: int, blocks: list[Any], wire_ids: dict[str, str], pending_native: set[str]
+) -> list[Message]:
+    """A stored user message: its tool results first, then what the person wrote (an empty
+    message stays an empty user message)."""
+    messages = _tool_messages(index, blocks, wire_ids, pending_native)
+    user_blocks = [block for block in blocks if "toolResult" not in block]
+    if user_blocks or not blocks:
+        messages.append(UserMessage(id=f"m{index}", content=_content(user_blocks)))
+    return messages
+
+
+def to_agui_messages(
+    session_messages: list[SessionMessage], wire_ids: dict[str, str], pending_native: set[str]
+) -> list[Message]:
+    """Convert persisted Strands messages to AG-UI messages.
+
+    ``wire_ids`` maps native id -> wire id; a call without a wire id keeps its native id.
+    Results of ``pending_native`` calls (and anything still holding the placeholder) are
+    left out: the client owns those calls. Message ids are ``m<index>`` (tool messages
+    ``m<index>.<k>``), stable for a thread.
+    """
+    messages: list[Message] = []
+    for session_message in session_messages:
+        message = session_message.to_message()
+        blocks: list[Any] = list(message["content"])
+        if message["role"] == "assistant":
+            messages.append(_assistant_message(session_message.message_id, blocks, wire_ids))
+        else:
+            messages += _user_messages(session_message.message_id, blocks, wire_ids, pending_native)
+    return messages
+
+
+def thread_transcript(store: SessionStore, state: ThreadState) -> list[Message]:
+    """The thread's history as its clients see it (blocking: call it off the event loop).
+
+    Checked first, so a history with a gap is an error rather than a shorter transcript.
+    While no run is in progress, only the messages the thread recorded are shown: anything
+    past its recorded count is a failed turn's, which the next turn cuts.
+
+    Raises:
+        SessionStoreInconsistent: the store does not hold what the thread recorded.
+    """
+    store.verified_count(state.session_id, state.message_count)
+    stored = store.read_messages(state.session_id)
+    if state.current_run_id is None and state.message_count is not None:
+        stored = stored[: state.message_count]
+    return to_agui_messages(
+        stored,
+        {native: wire for wire, native in state.tool_call_ids.items()},
+        {call.native_id for call in state.pending_tool_calls},
+    )
+
+
+def workflow_ui_url(settings: Settings, workflow_id: str) -> str:
+    """The thread's workflow in the Temporal Web UI."""
+    return (
+        f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
+        f"/workflows/{workflow_id}"
+    )
