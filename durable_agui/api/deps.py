@@ -11,7 +11,7 @@ from temporalio.client import Client
 from durable_agui.agents import AgentRegistry
 from durable_agui.api.context import ApiContext, request_context
 from durable_agui.api.errors import api_error
-from durable_agui.core.contract import THREAD_ID_PATTERN
+from durable_agui.core.contract import THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings
 
 ContextDep = Annotated[ApiContext, Depends(request_context)]
@@ -35,7 +35,7 @@ def valid_thread_id(thread_id: str) -> str:
         shown = thread_id if len(thread_id) <= 80 else thread_id[:77] + "..."
         raise api_error(
             422,
-            "InvalidThreadId",
+            ErrorType.INVALID_THREAD_ID,
             f"threadId {shown!r} is not valid: use 1-128 characters from "
             "A-Z a-z 0-9 _ . : - starting with a letter or digit",
         )

@@ -21,12 +21,13 @@ from jsonschema.validators import validator_for
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
-from durable_agui.api.errors import api_error
+from durable_agui.api.errors import api_error, error_response
 from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
     MAX_MESSAGE_ID,
     MAX_TOOL_CALL_ID,
     RUN_ID_PATTERN,
+    ErrorType,
     ResumeAnswer,
     ToolResult,
 )
@@ -40,10 +41,10 @@ MAX_DEPTH = 32
 
 
 def too_large(message: str) -> HTTPException:
-    return api_error(413, "RequestTooLarge", message)
+    return api_error(413, ErrorType.REQUEST_TOO_LARGE, message)
 
 
-def invalid(error_type: str, message: str) -> HTTPException:
+def invalid(error_type: ErrorType, message: str) -> HTTPException:
     return api_error(422, error_type, message)
 
 
@@ -79,7 +80,7 @@ def check_ids(run_input: RunAgentInput) -> None:
     twice in one request, ``toolCallId`` and ``interruptId`` over their bounds."""
     if not RUN_ID_PATTERN.fullmatch(run_input.run_id):
         raise invalid(
-            "InvalidRunId",
+            ErrorType.INVALID_RUN_ID,
             f"runId {_shown(run_input.run_id)} is not valid: use 1-128 characters from "
             "A-Z a-z 0-9 _ . : - starting with a letter or digit",
         )
@@ -87,23 +88,24 @@ def check_ids(run_input: RunAgentInput) -> None:
     for message in run_input.messages:
         if not message.id or len(message.id) > MAX_MESSAGE_ID:
             raise invalid(
-                "InvalidMessageId", f"message ids must have 1 to {MAX_MESSAGE_ID} characters"
+                ErrorType.INVALID_MESSAGE_ID,
+                f"message ids must have 1 to {MAX_MESSAGE_ID} characters",
             )
         if message.id in seen:
             raise invalid(
-                "DuplicateMessageId",
+                ErrorType.DUPLICATE_MESSAGE_ID,
                 f"message id {_shown(message.id)} is used by two messages of this run",
             )
         seen.add(message.id)
         if isinstance(message, ToolMessage) and len(message.tool_call_id) > MAX_TOOL_CALL_ID:
             raise invalid(
-                "InvalidToolCallId",
+                ErrorType.INVALID_TOOL_CALL_ID,
                 f"toolCallId {_shown(message.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
             )
     for entry in run_input.resume or []:
         if len(entry.interrupt_id) > MAX_INTERRUPT_ID:
             raise invalid(
-                "InvalidInterruptId",
+                ErrorType.INVALID_INTERRUPT_ID,
                 f"interruptId {_shown(entry.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
             )
 
@@ -127,7 +129,7 @@ def check_user_content(run_input: RunAgentInput) -> None:
             for part in parts
         ):
             raise invalid(
-                "EmptyMessage",
+                ErrorType.EMPTY_MESSAGE,
                 f"user message {_shown(message.id)} has no content: send text or a content part",
             )
 
@@ -141,30 +143,32 @@ def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     declared: set[str] = set()
     for tool in run_input.tools or []:
         if tool.name in declared:
-            raise invalid("InvalidTool", f"tool {_shown(tool.name)} is declared twice")
+            raise invalid(ErrorType.INVALID_TOOL, f"tool {_shown(tool.name)} is declared twice")
         declared.add(tool.name)
         if not TOOL_NAME.fullmatch(tool.name):
             raise invalid(
-                "InvalidTool",
+                ErrorType.INVALID_TOOL,
                 f"tool name {_shown(tool.name)} is not valid: use 1-64 characters from "
                 "A-Z a-z 0-9 _ -",
             )
         if tool.name in backend:
             raise invalid(
-                "InvalidTool",
+                ErrorType.INVALID_TOOL,
                 f"tool {tool.name!r} is a backend tool of agent {agent.name!r}; "
                 "a frontend tool needs another name",
             )
         if tool.parameters is None:
             continue
         if not isinstance(tool.parameters, dict):
-            raise invalid("InvalidTool", f"parameters of tool {tool.name!r} must be a JSON object")
+            raise invalid(
+                ErrorType.INVALID_TOOL, f"parameters of tool {tool.name!r} must be a JSON object"
+            )
         try:
             validator_for(tool.parameters).check_schema(tool.parameters)
         except SchemaError as err:
             where = "/".join(str(part) for part in err.path) or "(top level)"
             raise invalid(
-                "InvalidTool",
+                ErrorType.INVALID_TOOL,
                 f"parameters of tool {tool.name!r} are not a valid JSON Schema at {where}: "
                 f"{err.message[:200]}",
             ) from None
@@ -179,7 +183,7 @@ def check_answers(
     for result in results:
         if len(result.tool_call_id) > MAX_TOOL_CALL_ID:
             raise invalid(
-                "InvalidToolCallId",
+                ErrorType.INVALID_TOOL_CALL_ID,
                 f"toolCallId {_shown(result.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
             )
         size = result.size()
@@ -192,7 +196,7 @@ def check_answers(
     for answer in resume:
         if len(answer.interrupt_id) > MAX_INTERRUPT_ID:
             raise invalid(
-                "InvalidInterruptId",
+                ErrorType.INVALID_INTERRUPT_ID,
                 f"interruptId {_shown(answer.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
             )
         size = answer.size()
@@ -232,7 +236,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def json_body_error(body: bytes) -> tuple[str, str] | None:
+def json_body_error(body: bytes) -> tuple[ErrorType, str] | None:
     """What is wrong with the JSON request body ``body``, as ``(type, message)``, or
     ``None``. Checks every field a client sends, keys included: nesting deeper than
     ``MAX_DEPTH`` (``TooDeep``), text that is not JSON or not UTF-8, ``NaN`` / ``Infinity``
@@ -240,15 +244,18 @@ def json_body_error(body: bytes) -> tuple[str, str] | None:
     parser takes them, RFC 8259 has no such numbers), and lone
     surrogates such as ``"\\ud800"`` (``InvalidText``: UTF-8 cannot encode them)."""
     if json_depth_over(body, MAX_DEPTH):
-        return "TooDeep", f"the body nests JSON deeper than {MAX_DEPTH} levels"
+        return ErrorType.TOO_DEEP, f"the body nests JSON deeper than {MAX_DEPTH} levels"
     try:
         parsed = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except ValueError as err:
-        return "InvalidJson", f"the body is not valid JSON: {str(err)[:200]}"
+        return ErrorType.INVALID_JSON, f"the body is not valid JSON: {str(err)[:200]}"
     try:
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        return "InvalidText", "the body holds text that is not valid Unicode (a lone surrogate)"
+        return (
+            ErrorType.INVALID_TEXT,
+            "the body holds text that is not valid Unicode (a lone surrogate)",
+        )
     return None
 
 
@@ -287,7 +294,7 @@ def checked_body(max_bytes: int) -> Callable[[Request], Awaitable[None]]:
         if not is_json_media_type(content_types):
             raise api_error(
                 415,
-                "UnsupportedMediaType",
+                ErrorType.UNSUPPORTED_MEDIA_TYPE,
                 "a request body must be JSON: send Content-Type: application/json",
             )
         error = json_body_error(body)
@@ -315,7 +322,7 @@ class RequestBodyCheck:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send, 413, "RequestTooLarge", self._too_large())
+            await error_response(too_large(self._too_large()))(scope, receive, send)
             return
         # Read the whole body first (it is small by definition), so a chunked body over the
         # limit is refused here with 413 rather than failing inside the route's parsing.
@@ -326,23 +333,23 @@ class RequestBodyCheck:
             chunks.append(message)
             body += message.get("body", b"")
             if len(body) > self.max_bytes:
-                await self._refuse(send, 413, "RequestTooLarge", self._too_large())
+                await error_response(too_large(self._too_large()))(scope, receive, send)
                 return
             if message["type"] != "http.request" or not message.get("more_body", False):
                 break
         if body:
             content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
             if not is_json_media_type(content_types):
-                await self._refuse(
-                    send,
+                refusal = api_error(
                     415,
-                    "UnsupportedMediaType",
+                    ErrorType.UNSUPPORTED_MEDIA_TYPE,
                     "a request body must be JSON: send Content-Type: application/json",
                 )
+                await error_response(refusal)(scope, receive, send)
                 return
             error = json_body_error(bytes(body))
             if error is not None:
-                await self._refuse(send, 422, *error)
+                await error_response(invalid(*error))(scope, receive, send)
                 return
         replay = iter(chunks)
 
@@ -355,20 +362,4 @@ class RequestBodyCheck:
         return (
             f"the request body is over {self.max_bytes} bytes; large tool results belong in "
             "a store the tool shares with the agent, not in the thread"
-        )
-
-    async def _refuse(self, send: Send, status: int, error_type: str, message: str) -> None:
-        body = {"detail": {"type": error_type, "message": message}}
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send(
-            {
-                "type": "http.response.body",
-                "body": json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode(),
-            }
         )

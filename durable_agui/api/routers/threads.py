@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from durable_agui.api.errors import api_error, store_errors_as_http
+from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses, store_errors_as_http
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
     CancelIn,
@@ -29,6 +29,7 @@ from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
 from durable_agui.api.transcript import to_agui_messages
 from durable_agui.core.contract import (
+    ErrorType,
     ResumeAnswer,
     ToolResult,
     ToolResultsRequest,
@@ -36,12 +37,12 @@ from durable_agui.core.contract import (
 )
 from durable_agui.sessions import session_store
 
-router = APIRouter(prefix="/threads", tags=["threads"])
+router = APIRouter(prefix="/threads", tags=["threads"], responses=error_responses(THREAD_ERRORS))
 
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thread."}}
+_NOT_FOUND = {404: "No such thread (or one of another principal's)."}
 
 
-@router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
+@router.get("/{threadId}", response_model=ThreadView, responses=error_responses(_NOT_FOUND))
 async def get_thread(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadView:
@@ -88,7 +89,16 @@ async def get_thread(
     )
 
 
-@router.get("/{threadId}/messages", response_model=ThreadMessages, responses=_NOT_FOUND)
+@router.get(
+    "/{threadId}/messages",
+    response_model=ThreadMessages,
+    responses=error_responses(
+        {
+            **_NOT_FOUND,
+            503: "The session store is away, or does not hold what the thread recorded.",
+        }
+    ),
+)
 async def get_messages(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadMessages:
@@ -118,10 +128,9 @@ async def get_messages(
 @router.post(
     "/{threadId}/tool-results",
     response_model=ToolResultsOut,
-    responses={
-        **_NOT_FOUND,
-        409: {"description": "Unknown id or conflicting result; nothing stored."},
-    },
+    responses=error_responses(
+        {**_NOT_FOUND, 409: "Unknown id or conflicting result; nothing stored."}
+    ),
 )
 async def post_tool_results(
     thread_id: ThreadIdDep,
@@ -165,7 +174,15 @@ async def post_tool_results(
 @router.get(
     "/{threadId}/runs/{runId}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={
+        200: {"content": {"text/event-stream": {}}},
+        **error_responses(
+            {
+                400: "A Last-Event-ID that is not an event id of this thread's stream.",
+                404: "No such thread, or no such run in it.",
+            }
+        ),
+    },
 )
 async def get_run_events(
     thread_id: ThreadIdDep,
@@ -187,16 +204,18 @@ async def get_run_events(
     finished = run_id in state.finished_run_ids
     if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
         shown = run_id if len(run_id) <= 80 else run_id[:77] + "..."
-        raise api_error(404, "RunNotFound", f"no run {shown!r} in thread {thread_id!r}")
+        raise api_error(404, ErrorType.RUN_NOT_FOUND, f"no run {shown!r} in thread {thread_id!r}")
     resume_from = 0
     if last_event_id:
         if not re.fullmatch(r"[0-9]{1,18}", last_event_id):
-            raise api_error(400, "InvalidLastEventId", "Last-Event-ID must be an event id (digits)")
+            raise api_error(
+                400, ErrorType.INVALID_LAST_EVENT_ID, "Last-Event-ID must be an event id (digits)"
+            )
         resume_from = int(last_event_id) + 1
         if resume_from > state.stream_end:
             raise api_error(
                 400,
-                "InvalidLastEventId",
+                ErrorType.INVALID_LAST_EVENT_ID,
                 f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
                 f"(its last event id is {state.stream_end - 1})",
             )
@@ -208,7 +227,7 @@ async def get_run_events(
 @router.post(
     "/{threadId}/cancel",
     response_model=CancelOut,
-    responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
+    responses=error_responses({**_NOT_FOUND, 409: "No run in progress (or another one is)."}),
 )
 async def post_cancel(
     thread_id: ThreadIdDep,
