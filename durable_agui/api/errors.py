@@ -8,10 +8,7 @@ envelope), with ``errors`` added for a body that fails validation; ``type`` is a
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 from fastapi import HTTPException
@@ -23,9 +20,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType
-from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
-
-logger = logging.getLogger(__name__)
 
 STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.UNKNOWN_TOOL_CALL: 409,
@@ -227,22 +221,3 @@ def from_temporal_error(err: Exception, thread_id: str | None = None) -> HTTPExc
     if isinstance(err, RPCError):
         return from_rpc_error(err, thread_id)
     raise err
-
-
-@contextlib.contextmanager
-def store_errors_as_http() -> Iterator[None]:
-    """The session store's failures as 503s that name no host, port or path (the log has
-    the driver's own text): ``SessionStoreUnavailable`` when it cannot be reached,
-    ``SessionStoreInconsistent`` when it does not hold what the thread recorded."""
-    try:
-        yield
-    except STORE_ERRORS as err:
-        logger.warning("the session store failed: %s", err)
-        raise api_error(
-            503,
-            ErrorType.SESSION_STORE_UNAVAILABLE,
-            "the session store is unavailable; try again shortly",
-        ) from None
-    except SessionStoreInconsistent as err:
-        logger.error("the session store is inconsistent: %s", err)
-        raise api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err)) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 from typing import Annotated
@@ -12,7 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses, store_errors_as_http
+from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
     CancelIn,
@@ -27,7 +26,6 @@ from durable_agui.api.models import (
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
-from durable_agui.api.transcript import to_agui_messages
 from durable_agui.core.contract import (
     ErrorType,
     ResumeAnswer,
@@ -35,7 +33,6 @@ from durable_agui.core.contract import (
     ToolResultsRequest,
     workflow_id_for,
 )
-from durable_agui.sessions import session_store
 
 router = APIRouter(prefix="/threads", tags=["threads"], responses=error_responses(THREAD_ERRORS))
 
@@ -109,20 +106,11 @@ async def get_messages(
     in progress, only the messages the thread recorded are shown (a failed turn's partial
     messages are not history: the next turn cuts them).
     """
+    # Imported on first use: the session stores' drivers load with it (``history``).
+    from durable_agui.api.history import thread_messages
+
     state = await thread_state(client, thread_id, principal)
-    store = session_store(settings)
-    with store_errors_as_http():
-        await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
-        persisted = await asyncio.to_thread(store.read_messages, state.session_id)
-    if state.current_run_id is None and state.message_count is not None:
-        # Idle: anything past the recorded count is a failed turn's, cut by the next one.
-        persisted = persisted[: state.message_count]
-    native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
-    pending_native = {call.native_id for call in state.pending_tool_calls}
-    return ThreadMessages(
-        thread_id=thread_id,
-        messages=to_agui_messages(persisted, native_to_wire, pending_native),
-    )
+    return ThreadMessages(thread_id=thread_id, messages=await thread_messages(settings, state))
 
 
 @router.post(
