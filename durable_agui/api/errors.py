@@ -203,6 +203,10 @@ def from_rpc_error(err: RPCError, thread_id: str | None = None) -> HTTPException
         )
     if err.status == RPCStatusCode.INVALID_ARGUMENT:
         return api_error(422, ErrorType.INVALID_REQUEST, err.message)
+    return temporal_unavailable()
+
+
+def temporal_unavailable() -> HTTPException:
     return api_error(503, ErrorType.TEMPORAL_UNAVAILABLE, "Temporal is unavailable; retry shortly")
 
 
