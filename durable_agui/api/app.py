@@ -101,11 +101,14 @@ def create_router(
     return router
 
 
+_INVALID_HOST = {400: "A Host name that is not loopback (InvalidHost)."}
+
+
 def _caller_errors(settings: Settings) -> dict[int, str]:
     """The errors of who may call: loopback only without authentication, else credentials."""
     if settings.auth == "none":
         return {
-            400: "A Host name that is not loopback (InvalidHost).",
+            **_INVALID_HOST,
             403: "A change sent by a page not served from this machine (CrossOrigin).",
         }
     return {401: "No credentials, or credentials that are not valid (Unauthorized)."}
@@ -215,7 +218,9 @@ def create_app(
         """A page to chat with the agents and answer their frontend tools."""
         return FileResponse(STATIC / "index.html")
 
-    @app.get("/healthz", tags=["health"])
+    healthz_errors = _INVALID_HOST if settings.auth == "none" else {}
+
+    @app.get("/healthz", tags=["health"], responses=error_responses(healthz_errors))
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
