@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +12,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -22,24 +21,16 @@ from temporalio.client import Client
 from durable_agui.agents import AgentRegistry, load_agents
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.context import ApiContext
+from durable_agui.api.errors import BODY_ERRORS, api_error, error_response, error_responses
 from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
 from durable_agui.api.routers import codec, threads
-from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN
+from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings, get_settings
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
-
-_ERROR_TYPE_BY_STATUS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    413: "RequestTooLarge",
-}
 
 
 class CodecCORS:
@@ -100,13 +91,27 @@ def create_router(
             *hosts,
             Depends(context.bind),
             Depends(checked_body(settings.max_request_bytes)),
-        ]
+        ],
+        responses=error_responses({**_caller_errors(settings), **BODY_ERRORS}),
     )
     router.include_router(agents_routes.router)
     router.include_router(threads.router)
     router.include_router(codec.router)
     router.state = context  # type: ignore[attr-defined]
     return router
+
+
+_INVALID_HOST = {400: "A Host name that is not loopback (InvalidHost)."}
+
+
+def _caller_errors(settings: Settings) -> dict[int, str]:
+    """The errors of who may call: loopback only without authentication, else credentials."""
+    if settings.auth == "none":
+        return {
+            **_INVALID_HOST,
+            403: "A change sent by a page not served from this machine (CrossOrigin).",
+        }
+    return {401: "No credentials, or credentials that are not valid (Unauthorized)."}
 
 
 def create_app(
@@ -195,39 +200,27 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def unprocessable(request: Request, err: RequestValidationError) -> Response:
-        """422 in the API's error body, the fields in ``errors`` (FastAPI's list), written
-        with ASCII escapes: the echoed input may hold a lone surrogate, which UTF-8 cannot
-        encode (FastAPI's own handler then fails with 500)."""
+        """422 ``InvalidRequest``, the fields in ``errors`` (FastAPI's list)."""
         errors = jsonable_encoder(err.errors())
         first = errors[0] if errors else {}
         where = ".".join(str(part) for part in first.get("loc", ()))
-        detail = {
-            "type": "InvalidRequest",
-            "message": f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request",
-            "errors": errors,
-        }
-        body = json.dumps({"detail": detail}, ensure_ascii=True)
-        return Response(body, status_code=422, media_type="application/json")
+        message = f"{where}: {first.get('msg', 'invalid')}" if where else "invalid request"
+        return error_response(api_error(422, ErrorType.INVALID_REQUEST, message, errors=errors))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> Response:
-        """Every HTTP error in the API's body: routes' own (already ``{type, message}``)
-        and Starlette's (an unknown path, a method not allowed)."""
-        if isinstance(err.detail, dict) and "type" in err.detail:
-            detail = err.detail
-        else:
-            detail = {
-                "type": _ERROR_TYPE_BY_STATUS.get(err.status_code, "HttpError"),
-                "message": str(err.detail),
-            }
-        return JSONResponse({"detail": detail}, status_code=err.status_code, headers=err.headers)
+        """Every HTTP error in ``ErrorBody``: routes' own and Starlette's (an unknown path,
+        a method not allowed)."""
+        return error_response(err)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         """A page to chat with the agents and answer their frontend tools."""
         return FileResponse(STATIC / "index.html")
 
-    @app.get("/healthz", tags=["health"])
+    healthz_errors = _INVALID_HOST if settings.auth == "none" else {}
+
+    @app.get("/healthz", tags=["health"], responses=error_responses(healthz_errors))
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 

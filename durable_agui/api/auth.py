@@ -7,7 +7,6 @@ anyone else, exactly as for a thread that does not exist (nothing leaks its exis
 from __future__ import annotations
 
 import asyncio
-import json
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -16,25 +15,20 @@ from fastapi import Depends, HTTPException, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from durable_agui.api.context import request_context
-from durable_agui.api.errors import api_error
-from durable_agui.core.contract import ANONYMOUS
+from durable_agui.api.errors import api_error, error_response
+from durable_agui.core.contract import ANONYMOUS, ErrorType
 from durable_agui.core.settings import Settings
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 HMAC_ALGORITHMS = {"HS256", "HS384", "HS512"}
-INVALID_HOST = "InvalidHost"
 NOT_LOOPBACK = "only loopback host names are served without authentication"
-CROSS_ORIGIN = "CrossOrigin"
-NOT_LOCAL_PAGE = "without authentication, only pages served from this machine may send requests"
 """The error for a ``Host`` name that is not loopback, without authentication."""
+NOT_LOCAL_PAGE = "without authentication, only pages served from this machine may send requests"
+"""The error for a change sent by a page that is not this machine's, without authentication."""
 
 
 def unauthorized(message: str) -> HTTPException:
-    return HTTPException(
-        status_code=401,
-        detail={"type": "Unauthorized", "message": message},
-        headers={"WWW-Authenticate": "Bearer"},
-    )
+    return api_error(401, ErrorType.UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"})
 
 
 def jwt_algorithms(settings: Settings) -> list[str]:
@@ -117,10 +111,8 @@ async def current_principal(request: Request) -> str:
     try:
         claims = await _verify_jwt(token, settings)
     except jwt.PyJWKClientConnectionError as err:
-        raise HTTPException(
-            status_code=503,
-            detail={"type": "JwksUnavailable", "message": "the signing keys cannot be fetched"},
-            headers={"Retry-After": "5"},
+        raise api_error(
+            503, ErrorType.JWKS_UNAVAILABLE, "the signing keys cannot be fetched"
         ) from err
     except (jwt.PyJWTError, jwt.PyJWKClientError) as err:
         raise unauthorized(f"invalid token: {err}") from err
@@ -142,13 +134,11 @@ async def codec_operator(request: Request) -> str:
     principal = await current_principal(request)
     settings = request_context(request).settings
     if settings.auth != "none" and principal not in settings.codec_principals:
-        raise HTTPException(
-            status_code=403,
-            detail={
-                "type": "Forbidden",
-                "message": "the codec decrypts every thread's payloads: only the principals "
-                "in DURABLE_AGUI_CODEC_PRINCIPALS may use it",
-            },
+        raise api_error(
+            403,
+            ErrorType.FORBIDDEN,
+            "the codec decrypts every thread's payloads: only the principals "
+            "in DURABLE_AGUI_CODEC_PRINCIPALS may use it",
         )
     return principal
 
@@ -183,23 +173,23 @@ class LoopbackHostOnly:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = _not_local(scope) if scope["type"] == "http" else None
         if refusal is not None:
-            await _refuse(send, *refusal)
+            await error_response(api_error(*refusal))(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
 
-def _not_local(scope: Scope) -> tuple[int, str, str] | None:
+def _not_local(scope: Scope) -> tuple[int, ErrorType, str] | None:
     """``(status, type, message)`` when the HTTP request in ``scope`` is not the local
     machine's (see ``LoopbackHostOnly``), else ``None``."""
     if _host_name(_header(scope, b"host")) not in LOOPBACK_HOSTS:
-        return 400, INVALID_HOST, NOT_LOOPBACK
+        return 400, ErrorType.INVALID_HOST, NOT_LOOPBACK
     origin = _header(scope, b"origin")
     if (
         scope["method"] not in _SAFE_METHODS
         and origin is not None
         and _host_name(origin.partition("://")[2] or "null") not in LOOPBACK_HOSTS
     ):
-        return 403, CROSS_ORIGIN, NOT_LOCAL_PAGE
+        return 403, ErrorType.CROSS_ORIGIN, NOT_LOCAL_PAGE
     return None
 
 
@@ -220,15 +210,3 @@ def _host_name(host: str | None) -> str:
     if host.startswith("["):
         return host[1:].partition("]")[0]
     return host.rpartition(":")[0] if host.count(":") == 1 else host
-
-
-async def _refuse(send: Send, status: int, error_type: str, message: str) -> None:
-    body = json.dumps({"detail": {"type": error_type, "message": message}})
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body.encode()})

@@ -3,6 +3,7 @@ checked ``threadId`` path parameter."""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import Depends, Path
@@ -10,9 +11,11 @@ from temporalio.client import Client
 
 from durable_agui.agents import AgentRegistry
 from durable_agui.api.context import ApiContext, request_context
-from durable_agui.api.errors import api_error
-from durable_agui.core.contract import THREAD_ID_PATTERN
+from durable_agui.api.errors import api_error, temporal_unavailable
+from durable_agui.core.contract import THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 ContextDep = Annotated[ApiContext, Depends(request_context)]
 
@@ -26,7 +29,13 @@ def get_agents(context: ContextDep) -> AgentRegistry:
 
 
 async def get_temporal(context: ContextDep) -> Client:
-    return await context.temporal()
+    """The Temporal client; 503 ``TemporalUnavailable`` when it cannot connect (a router in
+    an app of your own connects on its first request; ``create_app`` at startup)."""
+    try:
+        return await context.temporal()
+    except RuntimeError as err:
+        logger.warning("connecting to Temporal failed: %s", err)
+        raise temporal_unavailable() from None
 
 
 def valid_thread_id(thread_id: str) -> str:
@@ -35,7 +44,7 @@ def valid_thread_id(thread_id: str) -> str:
         shown = thread_id if len(thread_id) <= 80 else thread_id[:77] + "..."
         raise api_error(
             422,
-            "InvalidThreadId",
+            ErrorType.INVALID_THREAD_ID,
             f"threadId {shown!r} is not valid: use 1-128 characters from "
             "A-Z a-z 0-9 _ . : - starting with a letter or digit",
         )

@@ -21,12 +21,14 @@ from jsonschema.validators import validator_for
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
-from durable_agui.api.errors import api_error
+from durable_agui.api.errors import api_error, error_response
+from durable_agui.api.run_input import transcript_tail
 from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
     MAX_MESSAGE_ID,
     MAX_TOOL_CALL_ID,
     RUN_ID_PATTERN,
+    ErrorType,
     ResumeAnswer,
     ToolResult,
 )
@@ -40,10 +42,10 @@ MAX_DEPTH = 32
 
 
 def too_large(message: str) -> HTTPException:
-    return api_error(413, "RequestTooLarge", message)
+    return api_error(413, ErrorType.REQUEST_TOO_LARGE, message)
 
 
-def invalid(error_type: str, message: str) -> HTTPException:
+def invalid(error_type: ErrorType, message: str) -> HTTPException:
     return api_error(422, error_type, message)
 
 
@@ -79,33 +81,47 @@ def check_ids(run_input: RunAgentInput) -> None:
     twice in one request, ``toolCallId`` and ``interruptId`` over their bounds."""
     if not RUN_ID_PATTERN.fullmatch(run_input.run_id):
         raise invalid(
-            "InvalidRunId",
+            ErrorType.INVALID_RUN_ID,
             f"runId {_shown(run_input.run_id)} is not valid: use 1-128 characters from "
             "A-Z a-z 0-9 _ . : - starting with a letter or digit",
         )
     seen: set[str] = set()
     for message in run_input.messages:
-        if not message.id or len(message.id) > MAX_MESSAGE_ID:
-            raise invalid(
-                "InvalidMessageId", f"message ids must have 1 to {MAX_MESSAGE_ID} characters"
-            )
-        if message.id in seen:
-            raise invalid(
-                "DuplicateMessageId",
-                f"message id {_shown(message.id)} is used by two messages of this run",
-            )
+        _check_message_id(message.id, seen)
         seen.add(message.id)
-        if isinstance(message, ToolMessage) and len(message.tool_call_id) > MAX_TOOL_CALL_ID:
-            raise invalid(
-                "InvalidToolCallId",
-                f"toolCallId {_shown(message.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
-            )
+        if isinstance(message, ToolMessage):
+            _check_tool_call_id(message.tool_call_id)
     for entry in run_input.resume or []:
-        if len(entry.interrupt_id) > MAX_INTERRUPT_ID:
-            raise invalid(
-                "InvalidInterruptId",
-                f"interruptId {_shown(entry.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
-            )
+        _check_interrupt_id(entry.interrupt_id)
+
+
+def _check_message_id(message_id: str, seen: set[str]) -> None:
+    if not message_id or len(message_id) > MAX_MESSAGE_ID:
+        raise invalid(
+            ErrorType.INVALID_MESSAGE_ID,
+            f"message ids must have 1 to {MAX_MESSAGE_ID} characters",
+        )
+    if message_id in seen:
+        raise invalid(
+            ErrorType.DUPLICATE_MESSAGE_ID,
+            f"message id {_shown(message_id)} is used by two messages of this run",
+        )
+
+
+def _check_tool_call_id(tool_call_id: str) -> None:
+    if len(tool_call_id) > MAX_TOOL_CALL_ID:
+        raise invalid(
+            ErrorType.INVALID_TOOL_CALL_ID,
+            f"toolCallId {_shown(tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
+        )
+
+
+def _check_interrupt_id(interrupt_id: str) -> None:
+    if len(interrupt_id) > MAX_INTERRUPT_ID:
+        raise invalid(
+            ErrorType.INVALID_INTERRUPT_ID,
+            f"interruptId {_shown(interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
+        )
 
 
 def check_user_content(run_input: RunAgentInput) -> None:
@@ -113,23 +129,21 @@ def check_user_content(run_input: RunAgentInput) -> None:
     only empty text parts. Model providers refuse an empty user turn (Bedrock), or the
     model would answer a message nobody wrote. Only the transcript's tail (after the last
     assistant message) is checked: it is all a thread reads (``run_request``)."""
-    tail_start = 0
-    for position, message in enumerate(run_input.messages):
-        if message.role == "assistant":
-            tail_start = position + 1
-    for message in run_input.messages[tail_start:]:
-        if not isinstance(message, UserMessage):
-            continue
-        content = message.content
-        parts = [content] if isinstance(content, str) else content
-        if all(
-            (part == "") if isinstance(part, str) else (getattr(part, "text", None) == "")
-            for part in parts
-        ):
+    for message in transcript_tail(run_input.messages):
+        if isinstance(message, UserMessage) and _is_empty(message.content):
             raise invalid(
-                "EmptyMessage",
+                ErrorType.EMPTY_MESSAGE,
                 f"user message {_shown(message.id)} has no content: send text or a content part",
             )
+
+
+def _is_empty(content: str | list[Any]) -> bool:
+    """Whether user content is ``""``, ``[]`` or only empty text parts."""
+    parts = [content] if isinstance(content, str) else content
+    return all(
+        (part == "") if isinstance(part, str) else (getattr(part, "text", None) == "")
+        for part in parts
+    )
 
 
 def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
@@ -141,33 +155,41 @@ def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     declared: set[str] = set()
     for tool in run_input.tools or []:
         if tool.name in declared:
-            raise invalid("InvalidTool", f"tool {_shown(tool.name)} is declared twice")
+            raise invalid(ErrorType.INVALID_TOOL, f"tool {_shown(tool.name)} is declared twice")
         declared.add(tool.name)
-        if not TOOL_NAME.fullmatch(tool.name):
-            raise invalid(
-                "InvalidTool",
-                f"tool name {_shown(tool.name)} is not valid: use 1-64 characters from "
-                "A-Z a-z 0-9 _ -",
-            )
-        if tool.name in backend:
-            raise invalid(
-                "InvalidTool",
-                f"tool {tool.name!r} is a backend tool of agent {agent.name!r}; "
-                "a frontend tool needs another name",
-            )
-        if tool.parameters is None:
-            continue
-        if not isinstance(tool.parameters, dict):
-            raise invalid("InvalidTool", f"parameters of tool {tool.name!r} must be a JSON object")
-        try:
-            validator_for(tool.parameters).check_schema(tool.parameters)
-        except SchemaError as err:
-            where = "/".join(str(part) for part in err.path) or "(top level)"
-            raise invalid(
-                "InvalidTool",
-                f"parameters of tool {tool.name!r} are not a valid JSON Schema at {where}: "
-                f"{err.message[:200]}",
-            ) from None
+        _check_tool_name(tool.name, backend, agent.name)
+        _check_tool_parameters(tool.name, tool.parameters)
+
+
+def _check_tool_name(name: str, backend: set[str], agent_name: str) -> None:
+    if not TOOL_NAME.fullmatch(name):
+        raise invalid(
+            ErrorType.INVALID_TOOL,
+            f"tool name {_shown(name)} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -",
+        )
+    if name in backend:
+        raise invalid(
+            ErrorType.INVALID_TOOL,
+            f"tool {name!r} is a backend tool of agent {agent_name!r}; "
+            "a frontend tool needs another name",
+        )
+
+
+def _check_tool_parameters(name: str, parameters: Any) -> None:
+    """``parameters`` absent, or a JSON Schema object valid against its own meta-schema."""
+    if parameters is None:
+        return
+    if not isinstance(parameters, dict):
+        raise invalid(ErrorType.INVALID_TOOL, f"parameters of tool {name!r} must be a JSON object")
+    try:
+        validator_for(parameters).check_schema(parameters)
+    except SchemaError as err:
+        where = "/".join(str(part) for part in err.path) or "(top level)"
+        raise invalid(
+            ErrorType.INVALID_TOOL,
+            f"parameters of tool {name!r} are not a valid JSON Schema at {where}: "
+            f"{err.message[:200]}",
+        ) from None
 
 
 def check_answers(
@@ -177,11 +199,7 @@ def check_answers(
     ``max_tool_result_bytes`` (413), an id over ``MAX_TOOL_CALL_ID`` / ``MAX_INTERRUPT_ID``
     (422)."""
     for result in results:
-        if len(result.tool_call_id) > MAX_TOOL_CALL_ID:
-            raise invalid(
-                "InvalidToolCallId",
-                f"toolCallId {_shown(result.tool_call_id)} is over {MAX_TOOL_CALL_ID} characters",
-            )
+        _check_tool_call_id(result.tool_call_id)
         size = result.size()
         if size > settings.max_tool_result_bytes:
             raise too_large(
@@ -190,11 +208,7 @@ def check_answers(
                 "shares with the agent, not in the thread)"
             )
     for answer in resume:
-        if len(answer.interrupt_id) > MAX_INTERRUPT_ID:
-            raise invalid(
-                "InvalidInterruptId",
-                f"interruptId {_shown(answer.interrupt_id)} is over {MAX_INTERRUPT_ID} characters",
-            )
+        _check_interrupt_id(answer.interrupt_id)
         size = answer.size()
         if size > settings.max_tool_result_bytes:
             raise too_large(
@@ -232,7 +246,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def json_body_error(body: bytes) -> tuple[str, str] | None:
+def json_body_error(body: bytes) -> tuple[ErrorType, str] | None:
     """What is wrong with the JSON request body ``body``, as ``(type, message)``, or
     ``None``. Checks every field a client sends, keys included: nesting deeper than
     ``MAX_DEPTH`` (``TooDeep``), text that is not JSON or not UTF-8, ``NaN`` / ``Infinity``
@@ -240,15 +254,18 @@ def json_body_error(body: bytes) -> tuple[str, str] | None:
     parser takes them, RFC 8259 has no such numbers), and lone
     surrogates such as ``"\\ud800"`` (``InvalidText``: UTF-8 cannot encode them)."""
     if json_depth_over(body, MAX_DEPTH):
-        return "TooDeep", f"the body nests JSON deeper than {MAX_DEPTH} levels"
+        return ErrorType.TOO_DEEP, f"the body nests JSON deeper than {MAX_DEPTH} levels"
     try:
         parsed = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except ValueError as err:
-        return "InvalidJson", f"the body is not valid JSON: {str(err)[:200]}"
+        return ErrorType.INVALID_JSON, f"the body is not valid JSON: {str(err)[:200]}"
     try:
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        return "InvalidText", "the body holds text that is not valid Unicode (a lone surrogate)"
+        return (
+            ErrorType.INVALID_TEXT,
+            "the body holds text that is not valid Unicode (a lone surrogate)",
+        )
     return None
 
 
@@ -267,6 +284,23 @@ def is_json_media_type(content_types: list[bytes]) -> bool:
     )
 
 
+def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
+    """What is wrong with the request body ``body`` of the request in ``scope``, or
+    ``None``: 415 for a body that is not JSON (``is_json_media_type``), 422 for JSON that
+    ``json_body_error`` refuses. An empty body is for the route to judge."""
+    if not body:
+        return None
+    content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
+    if not is_json_media_type(content_types):
+        return api_error(
+            415,
+            ErrorType.UNSUPPORTED_MEDIA_TYPE,
+            "a request body must be JSON: send Content-Type: application/json",
+        )
+    error = json_body_error(body)
+    return invalid(*error) if error is not None else None
+
+
 BODY_CHECKED = "durable_agui.body_checked"
 """ASGI scope key ``RequestBodyCheck`` sets, so ``checked_body`` does not check twice."""
 
@@ -281,18 +315,9 @@ def checked_body(max_bytes: int) -> Callable[[Request], Awaitable[None]]:
         body = await request.body()
         if len(body) > max_bytes:
             raise too_large(f"the request body is over {max_bytes} bytes")
-        if not body:
-            return
-        content_types = [v for k, v in request.scope["headers"] if k.lower() == b"content-type"]
-        if not is_json_media_type(content_types):
-            raise api_error(
-                415,
-                "UnsupportedMediaType",
-                "a request body must be JSON: send Content-Type: application/json",
-            )
-        error = json_body_error(body)
-        if error is not None:
-            raise invalid(*error)
+        refusal = content_refusal(request.scope, body)
+        if refusal is not None:
+            raise refusal
 
     return check
 
@@ -312,63 +337,42 @@ class RequestBodyCheck:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send, 413, "RequestTooLarge", self._too_large())
+        chunks = None if self._declared_too_large(scope) else await self._read(receive)
+        if chunks is None:
+            refusal: HTTPException | None = self._too_large()
+        else:
+            refusal = content_refusal(scope, b"".join(m.get("body", b"") for m in chunks))
+        if refusal is not None:
+            await error_response(refusal)(scope, receive, send)
             return
-        # Read the whole body first (it is small by definition), so a chunked body over the
-        # limit is refused here with 413 rather than failing inside the route's parsing.
-        chunks: list[Message] = []
-        body = bytearray()
-        while True:
-            message = await receive()
-            chunks.append(message)
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._refuse(send, 413, "RequestTooLarge", self._too_large())
-                return
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
-        if body:
-            content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
-            if not is_json_media_type(content_types):
-                await self._refuse(
-                    send,
-                    415,
-                    "UnsupportedMediaType",
-                    "a request body must be JSON: send Content-Type: application/json",
-                )
-                return
-            error = json_body_error(bytes(body))
-            if error is not None:
-                await self._refuse(send, 422, *error)
-                return
-        replay = iter(chunks)
+        replay = iter(chunks or [])
 
         async def replayed() -> Message:
             return next(replay, None) or await receive()
 
         await self.app({**scope, BODY_CHECKED: True}, replayed, send)
 
-    def _too_large(self) -> str:
-        return (
+    def _declared_too_large(self, scope: Scope) -> bool:
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        return declared is not None and declared.isdigit() and int(declared) > self.max_bytes
+
+    async def _read(self, receive: Receive) -> list[Message] | None:
+        """The request's body messages, read whole (it is small by definition), so that a
+        chunked body over the limit is refused here with 413 rather than failing inside the
+        route's parsing; ``None`` once it passes ``max_bytes``."""
+        chunks: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunks.append(message)
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                return None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return chunks
+
+    def _too_large(self) -> HTTPException:
+        return too_large(
             f"the request body is over {self.max_bytes} bytes; large tool results belong in "
             "a store the tool shares with the agent, not in the thread"
-        )
-
-    async def _refuse(self, send: Send, status: int, error_type: str, message: str) -> None:
-        body = {"detail": {"type": error_type, "message": message}}
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send(
-            {
-                "type": "http.response.body",
-                "body": json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode(),
-            }
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
+from ag_ui.core import Message, RunAgentInput, ToolMessage, UserMessage
 
 from durable_agui.core.contract import FrontendTool, ResumeAnswer, RunRequest, ToolResult, UserInput
 
@@ -16,6 +16,16 @@ def content_json(content: Any) -> str | list[dict[str, Any]]:
     return [part.model_dump(mode="json", by_alias=True, exclude_none=True) for part in content]
 
 
+def transcript_tail(messages: list[Message]) -> list[Message]:
+    """The messages after the transcript's last assistant message (all, if it has none):
+    the only ones a run hands to its thread."""
+    tail_start = 0
+    for position, message in enumerate(messages):
+        if message.role == "assistant":
+            tail_start = position + 1
+    return messages[tail_start:]
+
+
 def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     """The new input of a run: what follows the last assistant message of the transcript.
 
@@ -25,30 +35,24 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     interrupts (AG-UI 1.0). The workflow then drops user messages whose
     id it already took in, so a re-sent transcript causes no second turn.
     """
-    tail_start = 0
-    for position, message in enumerate(run_input.messages):
-        if message.role == "assistant":
-            tail_start = position + 1
-    user_messages: list[UserInput] = []
-    tool_results: list[ToolResult] = []
-    for message in run_input.messages[tail_start:]:
-        if isinstance(message, UserMessage):
-            user_messages.append(
-                UserInput(message_id=message.id, content=content_json(message.content))
-            )
-        elif isinstance(message, ToolMessage):
-            tool_results.append(
-                ToolResult(
-                    tool_call_id=message.tool_call_id,
-                    content=content_json(message.content),
-                    error=message.error,
-                )
-            )
+    tail = transcript_tail(run_input.messages)
     return RunRequest(
         run_id=run_input.run_id,
         agent=agent,
-        user_messages=user_messages,
-        tool_results=tool_results,
+        user_messages=[
+            UserInput(message_id=message.id, content=content_json(message.content))
+            for message in tail
+            if isinstance(message, UserMessage)
+        ],
+        tool_results=[
+            ToolResult(
+                tool_call_id=message.tool_call_id,
+                content=content_json(message.content),
+                error=message.error,
+            )
+            for message in tail
+            if isinstance(message, ToolMessage)
+        ],
         resume=[
             ResumeAnswer(
                 interrupt_id=entry.interrupt_id, status=entry.status, payload=entry.payload

@@ -15,7 +15,7 @@ from fastapi.responses import StreamingResponse
 from temporalio.client import Client
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from durable_agui.core.contract import ThreadState, event_from_wire, run_topic
+from durable_agui.core.contract import ErrorType, ThreadState, event_from_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.core.settings import Settings
 
@@ -111,7 +111,7 @@ async def run_event_frames(
             logger.exception("reading events of run %s of %s failed", run_id, workflow_id)
             failure = RunErrorEvent(
                 message="reading the run's events failed; reconnect with Last-Event-ID",
-                code="StreamFailed",
+                code=ErrorType.STREAM_FAILED,
             )
             yield encoder.encode(failure)
 

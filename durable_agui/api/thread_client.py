@@ -213,7 +213,11 @@ async def thread_state(client: Client, thread_id: str, principal: str) -> Thread
                 await asyncio.sleep(ROLLOVER_PAUSE.total_seconds())
                 continue
             raise from_temporal_error(err, thread_id) from err
-        except (ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        except (
+            ApplicationError,
+            WorkflowUpdateFailedError,
+            WorkflowUpdateRPCTimeoutOrCancelledError,
+        ) as err:
             raise from_temporal_error(err, thread_id) from err
     raise thread_not_found(thread_id)
 

@@ -15,10 +15,8 @@ from ag_ui.core import (
 )
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.core.contract import ErrorType
+from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType
 from durable_agui.workflows.batch import ToolCallBatch
-
-_OWN_ERROR_TYPES = frozenset(ErrorType)
 
 
 def finished_event(thread_id: str, run_id: str, batch: ToolCallBatch) -> RunFinishedEvent:
@@ -47,13 +45,13 @@ def finished_event(thread_id: str, run_id: str, batch: ToolCallBatch) -> RunFini
 
 def run_error_event(cause: BaseException | None) -> RunErrorEvent:
     """The ``RUN_ERROR`` for an activity that failed with ``cause``: the cause's own message
-    when it is one of ours (``ErrorType``), else a generic one, so no exception name, path or
+    when it is one of ours (``THREAD_ERROR_TYPES``), else a generic one, so no exception name, path or
     host reaches the client (the worker's log has the details)."""
     if isinstance(cause, ApplicationError) and cause.type == ErrorType.RECONCILE_VERIFY_FAILED:
         return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
-    if isinstance(cause, ApplicationError) and cause.type in _OWN_ERROR_TYPES:
+    if isinstance(cause, ApplicationError) and cause.type in THREAD_ERROR_TYPES:
         return RunErrorEvent(message=str(cause.message), code=str(cause.type))
     return RunErrorEvent(
         message="the turn failed; the thread takes the next run (see the worker's log)",
-        code="TurnFailed",
+        code=ErrorType.TURN_FAILED,
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ag_ui.core import RunAgentInput
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -11,7 +9,7 @@ from pydantic import BaseModel
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
-from durable_agui.api.errors import api_error
+from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import (
     check_answers,
     check_counts,
@@ -22,20 +20,20 @@ from durable_agui.api.limits import (
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import submit_run
-from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.contract import ErrorType, workflow_id_for
 
 router = APIRouter(tags=["agents"])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"description": "No agent with this name."},
-    409: {
-        "description": "The thread refused the run (unknown or conflicting tool result, "
-        "thread of another agent); nothing was stored."
-    },
-    413: {"description": "Request body over the configured limit (default 1 MB)."},
-    422: {"description": "Malformed RunAgentInput, threadId, runId, message id or tool."},
-    429: {"description": "Too many runs queued or requests in flight for this thread."},
-}
+_ERRORS = error_responses(
+    {
+        404: "No agent with this name.",
+        409: "The thread refused the run (unknown or conflicting tool result, thread of "
+        "another agent); nothing was stored.",
+        413: "Request body, messages or tools over the configured limits.",
+        422: "Malformed RunAgentInput, threadId, runId, message id or tool.",
+        **THREAD_ERRORS,
+    }
+)
 
 
 class AgentInfo(BaseModel):
@@ -76,7 +74,7 @@ async def run_agent(
     definition = agents.get(agent)
     if definition is None:
         shown = agent if len(agent) <= 80 else agent[:77] + "..."
-        raise api_error(404, "UnknownAgent", f"no agent {shown!r}")
+        raise api_error(404, ErrorType.UNKNOWN_AGENT, f"no agent {shown!r}")
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
     check_ids(run_input)

@@ -18,10 +18,21 @@ from temporalio.api.common.v1 import Payloads
 
 from durable_agui.api.auth import CodecOperatorDep
 from durable_agui.api.deps import SettingsDep
-from durable_agui.api.errors import api_error
+from durable_agui.api.errors import api_error, error_responses
 from durable_agui.core.codec import codec_for
+from durable_agui.core.contract import ErrorType
 
-router = APIRouter(prefix="/codec", tags=["codec"])
+router = APIRouter(
+    prefix="/codec",
+    tags=["codec"],
+    responses=error_responses(
+        {
+            400: "Not Temporal Payloads, or a payload that does not decrypt (BadPayloads).",
+            403: "The caller is not one of DURABLE_AGUI_CODEC_PRINCIPALS.",
+            404: "Payload encryption is not configured (CodecDisabled).",
+        }
+    ),
+)
 
 
 _BAD_PAYLOADS = (
@@ -57,14 +68,14 @@ def _payloads(body: bytes) -> Payloads:
         payloads = Payloads()
         json_format.ParseDict(document, payloads)
     except (json_format.ParseError, ProtobufError, ValueError, TypeError, KeyError):
-        raise api_error(400, "BadPayloads", _BAD_PAYLOADS) from None
+        raise api_error(400, ErrorType.BAD_PAYLOADS, _BAD_PAYLOADS) from None
     return payloads
 
 
 async def _apply(request: Request, settings: SettingsDep, decode: bool) -> Response:
     codec = codec_for(settings)
     if codec is None:
-        raise api_error(404, "CodecDisabled", "payload encryption is not configured")
+        raise api_error(404, ErrorType.CODEC_DISABLED, "payload encryption is not configured")
     payloads = _payloads(await request.body())
     try:
         done = await (
@@ -72,7 +83,9 @@ async def _apply(request: Request, settings: SettingsDep, decode: bool) -> Respo
         )
     except (ProtobufError, ValueError, TypeError, KeyError):
         # A payload that says it is encrypted but does not decrypt with the key.
-        raise api_error(400, "BadPayloads", "a payload does not decrypt with this key") from None
+        raise api_error(
+            400, ErrorType.BAD_PAYLOADS, "a payload does not decrypt with this key"
+        ) from None
     body = json_format.MessageToJson(Payloads(payloads=done))
     return Response(content=body, media_type="application/json")
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
-from durable_agui.api.errors import api_error, store_errors_as_http
+from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
     CancelIn,
@@ -28,20 +27,20 @@ from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
 from durable_agui.core.contract import (
+    ErrorType,
     ResumeAnswer,
     ToolResult,
     ToolResultsRequest,
     workflow_id_for,
 )
-from durable_agui.sessions import session_store
-from durable_agui.translation import to_agui_messages
+from durable_agui.translation.transcript import workflow_ui_url
 
-router = APIRouter(prefix="/threads", tags=["threads"])
+router = APIRouter(prefix="/threads", tags=["threads"], responses=error_responses(THREAD_ERRORS))
 
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such thread."}}
+_NOT_FOUND = {404: "No such thread (or one of another principal's)."}
 
 
-@router.get("/{threadId}", response_model=ThreadView, responses=_NOT_FOUND)
+@router.get("/{threadId}", response_model=ThreadView, responses=error_responses(_NOT_FOUND))
 async def get_thread(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadView:
@@ -81,14 +80,20 @@ async def get_thread(
             for i in state.interrupts
         ],
         workflow_id=workflow_id,
-        temporal_ui_url=(
-            f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}"
-            f"/workflows/{workflow_id}"
-        ),
+        temporal_ui_url=workflow_ui_url(settings, workflow_id),
     )
 
 
-@router.get("/{threadId}/messages", response_model=ThreadMessages, responses=_NOT_FOUND)
+@router.get(
+    "/{threadId}/messages",
+    response_model=ThreadMessages,
+    responses=error_responses(
+        {
+            **_NOT_FOUND,
+            503: "The session store is away, or does not hold what the thread recorded.",
+        }
+    ),
+)
 async def get_messages(
     thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> ThreadMessages:
@@ -99,29 +104,19 @@ async def get_messages(
     in progress, only the messages the thread recorded are shown (a failed turn's partial
     messages are not history: the next turn cuts them).
     """
+    # Imported on first use: the session stores' drivers load with it (``history``).
+    from durable_agui.api.history import thread_messages
+
     state = await thread_state(client, thread_id, principal)
-    store = session_store(settings)
-    with store_errors_as_http():
-        await asyncio.to_thread(store.verified_count, state.session_id, state.message_count)
-        persisted = await asyncio.to_thread(store.read_messages, state.session_id)
-    if state.current_run_id is None and state.message_count is not None:
-        # Idle: anything past the recorded count is a failed turn's, cut by the next one.
-        persisted = persisted[: state.message_count]
-    native_to_wire = {native: wire for wire, native in state.tool_call_ids.items()}
-    pending_native = {call.native_id for call in state.pending_tool_calls}
-    return ThreadMessages(
-        thread_id=thread_id,
-        messages=to_agui_messages(persisted, native_to_wire, pending_native),
-    )
+    return ThreadMessages(thread_id=thread_id, messages=await thread_messages(settings, state))
 
 
 @router.post(
     "/{threadId}/tool-results",
     response_model=ToolResultsOut,
-    responses={
-        **_NOT_FOUND,
-        409: {"description": "Unknown id or conflicting result; nothing stored."},
-    },
+    responses=error_responses(
+        {**_NOT_FOUND, 409: "Unknown id or conflicting result; nothing stored."}
+    ),
 )
 async def post_tool_results(
     thread_id: ThreadIdDep,
@@ -165,7 +160,15 @@ async def post_tool_results(
 @router.get(
     "/{threadId}/runs/{runId}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={
+        200: {"content": {"text/event-stream": {}}},
+        **error_responses(
+            {
+                400: "A Last-Event-ID that is not an event id of this thread's stream.",
+                404: "No such thread, or no such run in it.",
+            }
+        ),
+    },
 )
 async def get_run_events(
     thread_id: ThreadIdDep,
@@ -187,16 +190,18 @@ async def get_run_events(
     finished = run_id in state.finished_run_ids
     if not (finished or run_id == state.current_run_id or run_id in state.queued_run_ids):
         shown = run_id if len(run_id) <= 80 else run_id[:77] + "..."
-        raise api_error(404, "RunNotFound", f"no run {shown!r} in thread {thread_id!r}")
+        raise api_error(404, ErrorType.RUN_NOT_FOUND, f"no run {shown!r} in thread {thread_id!r}")
     resume_from = 0
     if last_event_id:
         if not re.fullmatch(r"[0-9]{1,18}", last_event_id):
-            raise api_error(400, "InvalidLastEventId", "Last-Event-ID must be an event id (digits)")
+            raise api_error(
+                400, ErrorType.INVALID_LAST_EVENT_ID, "Last-Event-ID must be an event id (digits)"
+            )
         resume_from = int(last_event_id) + 1
         if resume_from > state.stream_end:
             raise api_error(
                 400,
-                "InvalidLastEventId",
+                ErrorType.INVALID_LAST_EVENT_ID,
                 f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
                 f"(its last event id is {state.stream_end - 1})",
             )
@@ -208,7 +213,7 @@ async def get_run_events(
 @router.post(
     "/{threadId}/cancel",
     response_model=CancelOut,
-    responses={**_NOT_FOUND, 409: {"description": "No run in progress."}},
+    responses=error_responses({**_NOT_FOUND, 409: "No run in progress (or another one is)."}),
 )
 async def post_cancel(
     thread_id: ThreadIdDep,

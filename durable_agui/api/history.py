@@ -1,0 +1,56 @@
+"""A thread's persisted history as AG-UI messages: the one part of the API that reads the
+session store.
+
+Imported by ``GET /threads/{threadId}/messages`` when it is first called, not with the
+API: the session stores' drivers (SQLAlchemy, boto3) load with ``durable_agui.sessions``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from ag_ui.core import Message
+
+from durable_agui.api.errors import api_error
+from durable_agui.core.contract import ErrorType, ThreadState
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
+from durable_agui.translation.transcript import thread_transcript
+
+logger = logging.getLogger(__name__)
+
+
+async def thread_messages(settings: Settings, state: ThreadState) -> list[Message]:
+    """The messages of the thread whose bookkeeping is ``state``; tool call ids are wire ids.
+
+    While no run is in progress, only the messages the thread recorded are shown (a failed
+    turn's partial messages are not history: the next turn cuts them).
+
+    Raises:
+        HTTPException: 503 (``store_errors_as_http``).
+    """
+    store = session_store(settings)
+    with store_errors_as_http():
+        return await asyncio.to_thread(thread_transcript, store, state)
+
+
+@contextlib.contextmanager
+def store_errors_as_http() -> Iterator[None]:
+    """The session store's failures as 503s that name no host, port or path (the log has
+    the driver's own text): ``SessionStoreUnavailable`` when it cannot be reached,
+    ``SessionStoreInconsistent`` when it does not hold what the thread recorded."""
+    try:
+        yield
+    except STORE_ERRORS as err:
+        logger.warning("the session store failed: %s", err)
+        raise api_error(
+            503,
+            ErrorType.SESSION_STORE_UNAVAILABLE,
+            "the session store is unavailable; try again shortly",
+        ) from None
+    except SessionStoreInconsistent as err:
+        logger.error("the session store is inconsistent: %s", err)
+        raise api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err)) from None
