@@ -564,19 +564,21 @@ class AgentThreadWorkflow:
             self._book.taken_message_digests.pop(user_message.id_digest(), None)
 
     async def _turn(self, run: RunRequest) -> None:
-        batch = self._batch
-        if batch.is_open and not batch.is_complete and not run.user_messages:
-            return  # more answers to come
-        closed_now = batch.is_open
-        if closed_now:
+        if self._batch.is_open:
+            if not self._batch.is_complete and not run.user_messages:
+                return  # more answers to come
             self._close_batch(run.run_id, ClosedReason.ABANDONED)
-        # A closed batch whose results end the history: the model has not read them yet.
-        if not (closed_now or self._book.tail_anchor is not None):
+            await self._continue(run)
+        elif self._book.tail_anchor is not None:
+            # An expired batch's results end the history: they wait for the next user input.
             if run.user_messages:
-                await self._run_turn(run, run.user_messages, [])
-            return
-        if not (closed_now or run.user_messages):
-            return  # results of an expired batch wait for the next user input
+                await self._continue(run)
+        elif run.user_messages:
+            await self._run_turn(run, run.user_messages, [])
+
+    async def _continue(self, run: RunRequest) -> None:
+        """Write the closed batch's results (and the run's user input after them), then run
+        the turn that reads them."""
         try:
             appended = await self._write_tail(run.user_messages, cancellable=True)
         except ActivityError as err:

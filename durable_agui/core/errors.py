@@ -1,0 +1,134 @@
+"""The one error vocabulary: every error type the API, the thread and its activities answer
+with (``ErrorType``), and which of them a client may read the message of."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorType(StrEnum):
+    """Every error type the product answers with: the ``ApplicationError.type`` of a
+    refusal or failure of the thread (``THREAD_ERROR_TYPES``; the API maps each to a
+    status), the ``code`` of a ``RUN_ERROR``, and the ``detail.type`` of an HTTP error body.
+    """
+
+    UNKNOWN_TOOL_CALL = "UnknownToolCall"
+    CONFLICTING_TOOL_RESULT = "ConflictingToolResult"
+    TOOL_CALL_EXPIRED = "ToolCallExpired"
+    TOOL_CALL_ABANDONED = "ToolCallAbandoned"
+    UNKNOWN_INTERRUPT = "UnknownInterrupt"
+    CONFLICTING_RESUME = "ConflictingResume"
+    INTERRUPTS_UNANSWERED = "InterruptsUnanswered"
+    RUN_ID_REUSED = "RunIdReused"
+    SESSION_STORE_UNAVAILABLE = "SessionStoreUnavailable"
+    MESSAGE_ID_REUSED = "MessageIdReused"
+    NO_RUN_IN_PROGRESS = "NoRunInProgress"
+    AGENT_MISMATCH = "ThreadAgentMismatch"
+    THREAD_NOT_FOUND = "ThreadNotFound"
+    UNKNOWN_AGENT = "UnknownAgent"
+    AGENT_BUILD_FAILED = "AgentBuildFailed"
+    """The agent's factory or model raised while a turn was built (nothing persisted)."""
+    THREAD_BUSY = "ThreadBusy"
+    """Too many runs queued, or too many requests in flight for one thread (429)."""
+    ANSWERS_TOO_LARGE = "AnswersTooLarge"
+    """The answers a batch holds would pass ``MAX_BATCH_ANSWER_BYTES`` (413)."""
+    SESSION_STORE_INCONSISTENT = "SessionStoreInconsistent"
+    """The session store does not hold what the thread recorded (a message missing, a file
+    that does not parse): nothing is cut or written until the store is repaired."""
+    INVALID_TOOL_CALL = "InvalidToolCall"
+    """The model produced a tool call this server cannot track (an over-long id)."""
+    ROLLING_OVER = "ThreadRollingOver"
+    """The thread is continuing as new (a moment): the API sends the request again."""
+    MODEL_FAILED = "ModelFailed"
+    """The agent's model provider refused or failed (its HTTP status named; retried when
+    retrying can help)."""
+    RECONCILE_VERIFY_FAILED = "ReconcileVerifyFailed"
+    """A patched message did not read back as written (retried a few times)."""
+    RECONCILE_FAILED = "ReconcileFailed"
+    """Writing the answers failed for a reason retrying would not change; the answers stay
+    recorded and the next run writes them again."""
+    THREAD_READ = "ThreadRead"
+    """Not an error: the ``read_thread`` update's validator refuses with the thread's state
+    as its details, so reads never leave a trace in history (see ``read_thread``)."""
+
+    # RUN_ERROR codes of the thread and of the API's event stream.
+    TURN_FAILED = "TurnFailed"
+    """A turn failed for a reason that is not one of the above (the worker's log says)."""
+    STREAM_FAILED = "StreamFailed"
+    """Reading a run's events failed; the run goes on (reconnect with ``Last-Event-ID``)."""
+
+    # Refusals of the API itself, before anything reaches a thread.
+    INVALID_REQUEST = "InvalidRequest"
+    """A body, path or query that fails validation (422; ``errors`` lists the fields)."""
+    INVALID_JSON = "InvalidJson"
+    INVALID_TEXT = "InvalidText"
+    """Text that is not valid Unicode (a lone surrogate)."""
+    TOO_DEEP = "TooDeep"
+    """JSON nested deeper than the API takes."""
+    REQUEST_TOO_LARGE = "RequestTooLarge"
+    UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
+    INVALID_THREAD_ID = "InvalidThreadId"
+    INVALID_RUN_ID = "InvalidRunId"
+    INVALID_MESSAGE_ID = "InvalidMessageId"
+    DUPLICATE_MESSAGE_ID = "DuplicateMessageId"
+    INVALID_TOOL_CALL_ID = "InvalidToolCallId"
+    INVALID_INTERRUPT_ID = "InvalidInterruptId"
+    EMPTY_MESSAGE = "EmptyMessage"
+    INVALID_TOOL = "InvalidTool"
+    """A frontend tool a model provider cannot take (name, duplicate, parameters)."""
+    INVALID_LAST_EVENT_ID = "InvalidLastEventId"
+    RUN_NOT_FOUND = "RunNotFound"
+    INVALID_HOST = "InvalidHost"
+    """A ``Host`` that is not loopback while authentication is off."""
+    CROSS_ORIGIN = "CrossOrigin"
+    """A change sent by a page that is not this machine's while authentication is off."""
+    UNAUTHORIZED = "Unauthorized"
+    FORBIDDEN = "Forbidden"
+    JWKS_UNAVAILABLE = "JwksUnavailable"
+    BAD_PAYLOADS = "BadPayloads"
+    CODEC_DISABLED = "CodecDisabled"
+    UPDATE_FAILED = "UpdateFailed"
+    """The thread refused a request for a reason that is not one of its own types."""
+    WORKER_UNAVAILABLE = "WorkerUnavailable"
+    TEMPORAL_UNAVAILABLE = "TemporalUnavailable"
+    SEARCH_ATTRIBUTES_MISSING = "SearchAttributesMissing"
+    BAD_REQUEST = "BadRequest"
+    NOT_FOUND = "NotFound"
+    """A path no route serves."""
+    METHOD_NOT_ALLOWED = "MethodNotAllowed"
+    HTTP_ERROR = "HttpError"
+    """Any other HTTP error Starlette raises itself."""
+
+
+THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
+    {
+        ErrorType.UNKNOWN_TOOL_CALL,
+        ErrorType.CONFLICTING_TOOL_RESULT,
+        ErrorType.TOOL_CALL_EXPIRED,
+        ErrorType.TOOL_CALL_ABANDONED,
+        ErrorType.UNKNOWN_INTERRUPT,
+        ErrorType.CONFLICTING_RESUME,
+        ErrorType.INTERRUPTS_UNANSWERED,
+        ErrorType.RUN_ID_REUSED,
+        ErrorType.SESSION_STORE_UNAVAILABLE,
+        ErrorType.MESSAGE_ID_REUSED,
+        ErrorType.NO_RUN_IN_PROGRESS,
+        ErrorType.AGENT_MISMATCH,
+        ErrorType.THREAD_NOT_FOUND,
+        ErrorType.UNKNOWN_AGENT,
+        ErrorType.AGENT_BUILD_FAILED,
+        ErrorType.THREAD_BUSY,
+        ErrorType.ANSWERS_TOO_LARGE,
+        ErrorType.SESSION_STORE_INCONSISTENT,
+        ErrorType.INVALID_TOOL_CALL,
+        ErrorType.ROLLING_OVER,
+        ErrorType.MODEL_FAILED,
+        ErrorType.RECONCILE_VERIFY_FAILED,
+        ErrorType.RECONCILE_FAILED,
+        ErrorType.THREAD_READ,
+    }
+)
+"""The ``ApplicationError.type`` values the workflow and its activities raise: only these
+reach a client with their own message. Anything else (an exception's class name, which
+Temporal uses as the type of any other exception) is answered generically, so no exception
+name, path or host leaks."""
