@@ -9,12 +9,13 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndEvent
+from ag_ui.core import BaseEvent, CustomEvent
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from durable_agui.core.contract import event_to_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.translation.open_parts import OpenParts
 
 MAX_SIGNAL_BYTES = 256_000
 """Most event bytes one publish signal carries (Temporal refuses payloads over ~2 MB)."""
@@ -60,8 +61,7 @@ class RunEventPublisher:
         void: its open text messages and tool calls are ended, and a ``CUSTOM`` event
         ``turn_retried`` tells the client that the output that follows replaces it.
         """
-        open_messages: dict[str, None] = {}
-        open_calls: dict[str, None] = {}
+        still_open = OpenParts()
         client = activity.client()
         handle = client.get_workflow_handle(activity.info().workflow_id or "")
         try:
@@ -71,21 +71,10 @@ class RunEventPublisher:
         except Exception as err:  # a busy thread: the retry marker still tells the client
             activity.logger.warning("could not read the earlier attempt's events: %s", err)
             logged = []
-        for event in (item.data for item in logged):
-            kind = event["type"]
-            message_id, call_id = str(event.get("messageId")), str(event.get("toolCallId"))
-            if kind == "TEXT_MESSAGE_START":
-                open_messages[message_id] = None
-            elif kind == "TEXT_MESSAGE_END":
-                open_messages.pop(message_id, None)
-            elif kind == "TOOL_CALL_START":
-                open_calls[call_id] = None
-            elif kind == "TOOL_CALL_END":
-                open_calls.pop(call_id, None)
-        for message_id in open_messages:
-            self.publish(TextMessageEndEvent(message_id=message_id))
-        for call_id in open_calls:
-            self.publish(ToolCallEndEvent(tool_call_id=call_id))
+        for item in logged:
+            still_open.see(item.data)
+        for end in still_open.ends():
+            self.publish(end)
         self.publish(CustomEvent(name="turn_retried", value={"attempt": attempt}), flush_now=True)
 
     def publish(self, event: BaseEvent, *, flush_now: bool = False) -> None:
