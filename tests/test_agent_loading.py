@@ -6,6 +6,7 @@ exits); the factory case 3-6 s per session store (a ``durable-agui dev`` stack).
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from durable_agui import AgentsNotLoaded, load_agents
 from durable_agui.cli.devserver import free_port
 from tests.conftest import DevStack
 from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
@@ -37,6 +39,20 @@ MODULES = {
     "owns_the_session": (
         "from durable_agui import AgentDefinition\n"
         'OWNER = AgentDefinition(name="owner", agent_kwargs={"session_manager": None})\n'
+    ),
+    "approval_typo": (
+        "from durable_agui import AgentDefinition, ApprovalRule\n"
+        "from strands import tool\n"
+        "@tool\n"
+        "def book_flight(flight: str) -> str:\n"
+        '    """Book a flight."""\n'
+        "    return flight\n"
+        'TRAVEL = AgentDefinition(name="travel", tools=[book_flight],\n'
+        '    approvals={"bookflight": ApprovalRule(message="Book?")})\n'
+    ),
+    "keyed": (
+        "from durable_agui import AgentDefinition\n"
+        'AGENTS = {"travel": AgentDefinition(name="travels")}\n'
     ),
 }
 """Agents modules an author might get wrong, by module name."""
@@ -73,6 +89,103 @@ def user(message_id: str, text: str) -> dict[str, Any]:
     return {"id": message_id, "role": "user", "content": text}
 
 
+TOOLS = """
+import threading
+
+from durable_agui import AgentDefinition, ApprovalRule
+from strands import tool
+from strands.agent.conversation_manager import SlidingWindowConversationManager
+
+
+@tool
+def book_flight(flight: str) -> str:
+    \"\"\"Book a flight.\"\"\"
+    return flight
+
+
+@tool(name="book-flight")
+def book_flight_too(flight: str) -> str:
+    \"\"\"Book a flight, again.\"\"\"
+    return flight
+
+
+class Locked(SlidingWindowConversationManager):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+
+async def async_factory(turn):
+    return {}
+"""
+"""What the definitions below may refer to."""
+
+BAD_DEFINITIONS = [
+    ('name=""', "agent '' (str): name must be 1-64 characters from A-Z a-z 0-9 _ . -"),
+    ('name="a/b"', "agent 'a/b' (str): name must be"),
+    ("name=123", "agent 123 (int): name must be"),
+    ('name="x" * 3000', "agent 'xxxxxxxx"),
+    ('name="t", description=None', "agent 't': description must be a string; got None"),
+    ('name="t", tools=None', "agent 't': tools must be a list of Strands tools; got None"),
+    ('name="t", tools="book_flight"', "agent 't': tools must be a list of Strands tools; got "
+     "'book_flight' (str)"),
+    ('name="t", tools=["strands_tools.shell"]', "agent 't': tools must be Strands tools "
+     "(@tool functions or AgentTool objects); got 'strands_tools.shell' (str)"),
+    ('name="t", tools=[[book_flight]]', "agent 't': tools must be Strands tools"),
+    ('name="t", tools=[threading]', "agent 't': tools must be Strands tools"),
+    ('name="t", tools=[book_flight, book_flight_too]', "agent 't': two tools are called "
+     "'book_flight' and 'book-flight'"),
+    ('name="t", tools=[book_flight], approvals={"bookflight": ApprovalRule(message="?")}',
+     "agent 't': approvals names 'bookflight', which is not one of its tools (book_flight)"),
+    ('name="t", approvals={"book_flight": "yes"}', "agent 't': approvals['book_flight'] must "
+     "be an ApprovalRule"),
+    ('name="t", agent_kwargs={"plugins": []}', ""),  # empty: adds nothing, accepted
+    ('name="t", agent_kwargs={"plugins": [object()]}', "agent 't' sets plugins: these add "
+     "tools that approvals cannot see"),
+    ('name="t", agent_kwargs={"load_tools_from_directory": True}',
+     "agent 't' sets load_tools_from_directory"),
+    ('name="t", agent_kwargs={"tools": [book_flight]}', "agent 't': agent_kwargs sets tools: "
+     "use the definition's field"),
+    ('name="t", agent_kwargs={"trace_attributes": {"team": {"a": 1}}}',
+     "agent 't': trace_attributes['team'] must be a string, number, bool or a list of them"),
+    ('name="t", hooks=[print]', "agent 't': hooks must be Strands HookProvider objects"),
+    ('name="t", conversation_manager=object()', "agent 't': conversation_manager must be a "
+     "Strands ConversationManager"),
+    ('name="t", conversation_manager=Locked()', "agent 't': conversation_manager cannot be "
+     "copied for each turn"),
+    ('name="t", state={"when": object()}', "agent 't': state must be JSON-serialisable"),
+    ('name="t", state=["LIS"]', "agent 't': state must be a JSON object"),
+    ('name="t", model="gpt-4o"', "agent 't': model: unknown model provider 'gpt-4o'"),
+    ('name="t", model="nonsense:foo"', "agent 't': model: unknown model provider 'nonsense'"),
+    ('name="t", model="openai"', "agent 't': model: 'openai' names no model"),
+    ('name="t", model=42', "agent 't': model must be a strands Model, a provider string or "
+     "None"),
+    ('name="t", factory="build"', "agent 't': factory must be a function (not async)"),
+    ('name="t", factory=async_factory', "agent 't': factory must be a function (not async)"),
+    ('name="t", system_prompt=["be kind"]', "agent 't': system_prompt must be a string or "
+     "None"),
+]  # fmt: skip
+"""``AgentDefinition(...)`` arguments, and what the refusal at start says (``""``: none)."""
+
+
+@pytest.mark.parametrize(("arguments", "problem"), BAD_DEFINITIONS)
+def test_a_bad_definition_is_refused_at_start_naming_agent_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: str, problem: str
+) -> None:
+    module = "definition_" + hashlib.sha256(arguments.encode()).hexdigest()[:12]
+    source = f"{TOOLS}\nAGENTS = [AgentDefinition({arguments})]\n"
+    monkeypatch.syspath_prepend(str(write_modules(tmp_path, {module: source})))
+
+    if not problem:
+        assert len(load_agents(module)) == 1
+        return
+    with pytest.raises(AgentsNotLoaded) as refused:
+        load_agents(module)
+
+    assert str(refused.value).startswith(f"{module}: {problem}")
+    assert "\n" not in str(refused.value)
+
+
 @pytest.mark.parametrize("command", ["worker", "api"])
 @pytest.mark.parametrize(
     ("agents", "problem"),
@@ -83,6 +196,9 @@ def user(message_id: str, text: str) -> dict[str, Any]:
         ("travel_agents:NOPE", "module 'travel_agents' has no attribute 'NOPE'"),
         ("twins", "twins: two agents are called 'twin'"),
         ("owns_the_session", "agent 'owner' sets session_manager: the thread sets these itself"),
+        ("approval_typo", "approval_typo: agent 'travel': approvals names 'bookflight', which "
+         "is not one of its tools (book_flight)"),
+        ("keyed", "keyed:AGENTS: key 'travel' holds agent 'travels'"),
     ],
 )  # fmt: skip
 def test_bad_agents_stop_the_process_at_start_in_one_line(

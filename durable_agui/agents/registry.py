@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from durable_agui.agents.definition import AgentDefinition
+from durable_agui.agents.definition import AgentDefinition, AgentDefinitionError
 
 DEMO = "durable_agui.agents.demo"
 """The agents served when nothing is configured (the ``demo`` agent)."""
@@ -64,6 +64,13 @@ def _agents_of(target: Any, where: str) -> list[AgentDefinition]:
             raise AgentsNotLoaded(f"{where} defines no durable_agui.AgentDefinition")
         return found
     if isinstance(target, Mapping):
+        for key, agent in target.items():
+            # The key is not a second name: POST /agents/<name> serves the definition's.
+            if isinstance(agent, AgentDefinition) and key != agent.name:
+                raise AgentsNotLoaded(
+                    f"{where}: key {key!r} holds agent {agent.name!r}; a key must be its "
+                    "agent's name"
+                )
         return list(target.values())
     if isinstance(target, Iterable) and not isinstance(target, str | bytes):
         return list(target)
@@ -86,6 +93,8 @@ def load_agents(path: str | None = None) -> AgentRegistry:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         raise AgentsNotLoaded(f"cannot import {module_name!r} (agents {path!r}): {err}") from None
+    except AgentDefinitionError as err:  # a definition refused while the module ran
+        raise AgentsNotLoaded(f"{path}: {err}") from None
     except Exception as err:  # the author's module failed while it was imported
         raise AgentsNotLoaded(
             f"importing {module_name!r} (agents {path!r}) failed: {type(err).__name__}: {err}"
@@ -96,3 +105,4 @@ def load_agents(path: str | None = None) -> AgentRegistry:
             raise AgentsNotLoaded(f"module {module_name!r} has no attribute {attribute!r}")
         target = getattr(module, attribute)
     return AgentRegistry(_agents_of(target, path), source=path)
+
