@@ -6,9 +6,12 @@ exits); the factory case 3-6 s per session store (a ``durable-agui dev`` stack).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +276,156 @@ async def test_factory_that_raises_ends_its_run_once_and_the_thread_goes_on(
     assert calls.read_text().split() == ["broken-1", "ok-2"]
     messages = persisted_messages(dev_stack.store, "t-fragile")
     assert [m["role"] for m in messages] == ["user", "assistant"]
+
+
+BUILDS = """
+import sys
+import time
+from pathlib import Path
+
+from durable_agui import AgentDefinition, ApprovalRule, TurnContext
+from strands import tool
+
+CALLS = Path(__file__).with_name("build_calls.txt")
+
+
+@tool
+def book_flight(flight: str) -> str:
+    \"\"\"Book a flight (a person approves it first).\"\"\"
+    return f"booked {flight}"
+
+
+@tool
+def search_flights(destination: str) -> str:
+    \"\"\"Flights to a destination.\"\"\"
+    return f"XY100 to {destination}"
+
+
+BROKEN = {
+    "strings": lambda: {"tools": ["strands_tools.shell"]},
+    "nested": lambda: {"tools": [[book_flight]]},
+    "unapproved": lambda: {"tools": [search_flights]},
+    "plugins": lambda: {"tools": [book_flight], "plugins": [object()]},
+    "refused": lambda: {"tools": [book_flight], "state": "not a dict"},
+    "exits": lambda: sys.exit(3),
+    "list": lambda: ["not", "a", "mapping"],
+}
+
+
+def build(turn: TurnContext) -> dict:
+    with CALLS.open("a") as calls:
+        calls.write(turn.run_id + "\\n")
+    kind = turn.run_id.split("-")[0]
+    if kind == "slow":
+        time.sleep(8)  # longer than the activity's 5 s heartbeat timeout
+    if kind in BROKEN:
+        return BROKEN[kind]()
+    return {"tools": [book_flight]}
+
+
+AGENTS = [
+    AgentDefinition(
+        name="builds", factory=build, approvals={"book_flight": ApprovalRule(message="Book?")}
+    )
+]
+"""
+"""An agent whose factory builds the agent a run's id asks for: a broken one (``BROKEN``),
+a slow one (``slow-...``), or one whose ``book_flight`` needs approval."""
+
+
+@pytest.fixture(scope="module")
+def builds_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """``durable-agui dev`` serving ``BUILDS`` (the file store)."""
+    folder = tmp_path_factory.mktemp("builds")
+    modules = write_modules(folder / "modules", {"build_agents": BUILDS})
+    stack = DevStack(
+        folder / "data", folder / "dev.log", env={"PYTHONPATH": str(modules)},
+        agents="build_agents",
+    )  # fmt: skip
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def build_calls(stack: DevStack, run_id: str) -> int:
+    calls = Path(stack.env["PYTHONPATH"]) / "build_calls.txt"
+    return calls.read_text().split().count(run_id) if calls.exists() else 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [
+        ("strings", "tools must be Strands tools (@tool functions or AgentTool objects); got "
+         "'strands_tools.shell' (str)"),
+        ("nested", "tools must be Strands tools"),
+        ("unapproved", "approvals names 'book_flight', which is not one of its tools "
+         "(search_flights)"),
+        ("plugins", "sets plugins: these add tools that approvals cannot see"),
+        ("refused", "state must be an AgentState object or a dict"),
+        ("exits", "3"),
+        ("list", "the factory must return a mapping"),
+    ],
+)  # fmt: skip
+async def test_an_agent_that_cannot_be_built_ends_its_run_once(
+    builds_stack: DevStack, kind: str, problem: str
+) -> None:
+    thread, run = f"t-{kind}", f"{kind}-1"
+    async with httpx.AsyncClient(base_url=builds_stack.url) as http:
+        status, events = await post_run(
+            http, "builds", run_input(thread, run, [user("u1", "hello")], [])
+        )
+        assert status == 200, events
+        errors = [e for e in events if e["type"] == "RUN_ERROR"]
+        assert [e["code"] for e in errors] == ["AgentBuildFailed"], events
+        assert problem in errors[0]["message"]
+        assert events[-1] == errors[0]
+        assert not [e for e in events if e["type"] == "CUSTOM"]  # no turn_retried
+        assert build_calls(builds_stack, run) == 1  # one attempt, not three
+
+        status, events = await post_run(
+            http, "builds", run_input(thread, "ok-2", [user("u2", "again")], [])
+        )
+
+    assert status == 200, events
+    assert events[-1]["type"] == "RUN_FINISHED"  # the thread still answers
+
+
+async def test_a_factory_tool_that_needs_approval_waits_for_it(builds_stack: DevStack) -> None:
+    ask = user("u1", 'call book_flight {"flight": "XY100"}')
+    async with httpx.AsyncClient(base_url=builds_stack.url) as http:
+        status, events = await post_run(
+            http, "builds", run_input("t-approve", "ok-approve", [ask], [])
+        )
+
+    assert status == 200, events
+    assert not [e for e in events if e["type"] == "TOOL_CALL_RESULT"]  # it did not run
+    outcome = events[-1]["outcome"]
+    assert outcome["type"] == "interrupt"
+    assert [i["reason"] for i in outcome["interrupts"]] == ["tool_approval"]
+
+
+async def test_a_slow_factory_stalls_neither_other_threads_nor_its_heartbeat(
+    builds_stack: DevStack,
+) -> None:
+    async with httpx.AsyncClient(base_url=builds_stack.url) as http:
+        slow = asyncio.create_task(
+            post_run(http, "builds", run_input("t-slow", "slow-1", [user("u1", "hello")], []))
+        )
+        await asyncio.sleep(1)  # the slow factory is running
+        started = time.monotonic()
+        status, events = await post_run(
+            http, "builds", run_input("t-quick", "ok-quick", [user("u1", "hi")], [])
+        )
+        quick = time.monotonic() - started
+        assert not slow.done()
+        slow_status, slow_events = await slow
+
+    assert status == 200, events
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert quick < 5, quick
+    assert slow_status == 200, slow_events
+    assert slow_events[-1]["type"] == "RUN_FINISHED", slow_events
+    assert text_of(slow_events) == "echo: hello"
+    assert build_calls(builds_stack, "slow-1") == 1  # heartbeats went on: not timed out
