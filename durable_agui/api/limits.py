@@ -21,6 +21,7 @@ from jsonschema.validators import validator_for
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
+from durable_agui.agents.definition import normal_tool_name
 from durable_agui.api.errors import api_error
 from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
@@ -136,24 +137,29 @@ def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422, ``InvalidTool``) frontend tools a model provider cannot take: a name
     outside ``TOOL_NAME``, a name declared twice, the name of one of the agent's backend
     tools, or ``parameters`` that are not a JSON Schema object (checked against the
-    schema's own meta-schema)."""
-    backend = agent.tool_names or set()  # a factory's tools are known per turn only
-    declared: set[str] = set()
+    schema's own meta-schema). Names are compared as Strands compares them, ``-`` and ``_``
+    being the same (``normal_tool_name``): Strands refuses an agent with both."""
+    # A factory's tools are known per turn only (run_turn gives them precedence).
+    backend = {normal_tool_name(name): name for name in agent.tool_names or set()}
+    declared: dict[str, str] = {}
     for tool in run_input.tools or []:
-        if tool.name in declared:
-            raise invalid("InvalidTool", f"tool {_shown(tool.name)} is declared twice")
-        declared.add(tool.name)
+        normal = normal_tool_name(tool.name)
+        if normal in declared:
+            same = "" if declared[normal] == tool.name else f" (as {_shown(declared[normal])})"
+            raise invalid("InvalidTool", f"tool {_shown(tool.name)} is declared twice{same}")
+        declared[normal] = tool.name
         if not TOOL_NAME.fullmatch(tool.name):
             raise invalid(
                 "InvalidTool",
                 f"tool name {_shown(tool.name)} is not valid: use 1-64 characters from "
                 "A-Z a-z 0-9 _ -",
             )
-        if tool.name in backend:
+        if normal in backend:
             raise invalid(
                 "InvalidTool",
-                f"tool {tool.name!r} is a backend tool of agent {agent.name!r}; "
-                "a frontend tool needs another name",
+                f"tool {tool.name!r} is a backend tool of agent {agent.name!r}"
+                + ("" if backend[normal] == tool.name else f" (as {backend[normal]!r})")
+                + "; a frontend tool needs another name",
             )
         if tool.parameters is None:
             continue
