@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from durable_agui import AgentsNotLoaded, load_agents
+from durable_agui import AgentsNotLoaded, Settings, create_router, load_agents, thread_activities
+from durable_agui.agents.demo import DEMO_AGENT
 from durable_agui.cli.devserver import free_port
 from tests.conftest import DevStack
 from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
@@ -429,3 +430,43 @@ async def test_a_slow_factory_stalls_neither_other_threads_nor_its_heartbeat(
     assert slow_events[-1]["type"] == "RUN_FINISHED", slow_events
     assert text_of(slow_events) == "echo: hello"
     assert build_calls(builds_stack, "slow-1") == 1  # heartbeats went on: not timed out
+
+
+@pytest.mark.parametrize(
+    "agents",
+    [
+        "durable_agui.agents.demo",
+        "durable_agui.agents.demo:AGENTS",
+        lambda: load_agents(),
+        lambda: [DEMO_AGENT],
+        lambda: {"demo": DEMO_AGENT},
+        lambda: DEMO_AGENT,
+    ],
+    ids=["path", "path:attribute", "registry", "list", "dict", "definition"],
+)
+def test_embedding_takes_agents_in_every_documented_form(tmp_path: Path, agents: Any) -> None:
+    given = agents() if callable(agents) else agents
+    settings = Settings(data_dir=tmp_path)
+
+    router = create_router(settings, agents=given)
+    activities = thread_activities(settings, given)
+
+    assert list(router.state.agents) == ["demo"]  # type: ignore[attr-defined]
+    assert len(activities) == 3
+
+
+@pytest.mark.parametrize("agents", [42, b"durable_agui.agents.demo"], ids=["int", "bytes"])
+def test_embedding_refuses_other_agents_at_call_time(tmp_path: Path, agents: Any) -> None:
+    settings = Settings(data_dir=tmp_path)
+
+    for make in (
+        lambda: create_router(settings, agents=agents),
+        lambda: thread_activities(settings, agents),
+    ):
+        with pytest.raises(TypeError, match="agents must be an AgentRegistry, a list or dict"):
+            make()
+
+
+def test_embedding_refuses_a_dict_key_that_is_not_its_agents_name(tmp_path: Path) -> None:
+    with pytest.raises(AgentsNotLoaded, match="key 'travel' holds agent 'demo'"):
+        create_router(Settings(data_dir=tmp_path), agents={"travel": DEMO_AGENT})

@@ -106,3 +106,34 @@ def load_agents(path: str | None = None) -> AgentRegistry:
         target = getattr(module, attribute)
     return AgentRegistry(_agents_of(target, path), source=path)
 
+
+AgentsArgument = AgentRegistry | Mapping[str, AgentDefinition] | Iterable[AgentDefinition] | str
+"""What ``create_app``, ``create_router``, ``build_worker`` and ``thread_activities`` take
+as ``agents``."""
+
+
+def agent_registry(
+    agents: AgentsArgument | AgentDefinition | None, default: str | None
+) -> AgentRegistry:
+    """The ``AgentRegistry`` for an ``agents`` argument: a registry as it is; an import path
+    (``"myapp.agents"``, ``"myapp.agents:AGENTS"``) loaded with ``load_agents``; one
+    definition, or a list or dict of them (a dict's keys must be their agents' names);
+    ``None``: ``load_agents(default)``.
+
+    Raises:
+        TypeError: for anything else, naming what is accepted.
+        AgentsNotLoaded: as ``load_agents``, or a collection holding something that is not a
+            definition, two agents with one name, or no agents.
+    """
+    if isinstance(agents, AgentRegistry):
+        return agents
+    if agents is None or isinstance(agents, str):
+        return load_agents(agents if agents is not None else default)
+    if isinstance(agents, AgentDefinition | Mapping) or (
+        isinstance(agents, Iterable) and not isinstance(agents, bytes)
+    ):
+        return AgentRegistry(_agents_of(agents, "agents"), source="agents")
+    raise TypeError(
+        "agents must be an AgentRegistry, a list or dict of AgentDefinitions, an "
+        f"AgentDefinition or an import path string; got {type(agents).__name__}"
+    )

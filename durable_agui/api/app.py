@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from durable_agui.agents import AgentRegistry, load_agents
+from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.context import ApiContext
 from durable_agui.api.limits import RequestBodyCheck, checked_body
@@ -68,14 +68,17 @@ class CodecCORS:
 def create_router(
     settings: Settings | None = None,
     *,
-    agents: AgentRegistry | None = None,
+    agents: AgentsArgument | None = None,
     client: Client | None = None,
 ) -> APIRouter:
     """The API's routes, to include in an app of your own under any prefix:
-    ``app.include_router(create_router(settings), prefix="/ai")``.
+    ``app.include_router(create_router(settings), prefix="/ai")``; call
+    ``add_error_handlers(app)`` too, for the API's error body on malformed requests and
+    unknown routes (``{"detail": {"type", "message"}}``, not FastAPI's defaults).
 
-    ``settings``: default the environment's (``DURABLE_AGUI_*``); ``agents``: default
-    ``load_agents(settings.agents)``; ``client``: a Temporal client made with
+    ``settings``: default the environment's (``DURABLE_AGUI_*``); ``agents``: an
+    ``AgentRegistry``, a list or dict of ``AgentDefinition``s, or an import path as
+    ``load_agents`` takes (default ``load_agents(settings.agents)``); ``client``: a Temporal client made with
     ``durable_agui.connect`` (default: one is connected on the first request). Every
     request body is checked (size, JSON) as ``create_app`` does; add ``RequestBodyCheck``
     to your app as well to refuse an over-long chunked body before it is read whole. With
@@ -84,14 +87,13 @@ def create_router(
 
     Raises:
         RuntimeError: settings that must not serve (``check_auth_settings``).
+        TypeError: ``agents`` of another kind.
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
     check_auth_settings(settings)
     context = ApiContext(
-        settings=settings,
-        agents=agents if agents is not None else load_agents(settings.agents),
-        client=client,
+        settings=settings, agents=agent_registry(agents, settings.agents), client=client
     )
     # Without authentication, loopback Host names only (as create_app's LoopbackHostOnly).
     hosts = [Depends(loopback_host_only)] if settings.auth == "none" else []
@@ -112,7 +114,7 @@ def create_router(
 def create_app(
     settings: Settings | None = None,
     *,
-    agents: AgentRegistry | None = None,
+    agents: AgentsArgument | None = None,
     client: Client | None = None,
 ) -> FastAPI:
     """The whole server: the API's routes (``create_router``), the page at ``/``,
@@ -123,6 +125,7 @@ def create_app(
 
     Raises:
         RuntimeError: settings that must not serve (``check_auth_settings``).
+        TypeError: ``agents`` of another kind (see ``create_router``).
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
@@ -193,6 +196,27 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
 
+    add_error_handlers(app)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """A page to chat with the agents and answer their frontend tools."""
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Install the API's error body on ``app``, as ``create_app`` does: a malformed request
+    (422 ``InvalidRequest``, the fields in ``errors``), an unknown route (404 ``NotFound``), a
+    method not allowed (405) and every other HTTP error answer
+    ``{"detail": {"type", "message"}}``. For an app of your own that includes
+    ``create_router``; it applies to the app's own routes as well."""
+
     @app.exception_handler(RequestValidationError)
     async def unprocessable(request: Request, err: RequestValidationError) -> Response:
         """422 in the API's error body, the fields in ``errors`` (FastAPI's list), written
@@ -221,14 +245,3 @@ def create_app(
                 "message": str(err.detail),
             }
         return JSONResponse({"detail": detail}, status_code=err.status_code, headers=err.headers)
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        """A page to chat with the agents and answer their frontend tools."""
-        return FileResponse(STATIC / "index.html")
-
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    return app
