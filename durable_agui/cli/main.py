@@ -267,11 +267,13 @@ async def _serve(
     with_worker: bool,
     api_socket: socket.socket | None,
     dev_server: DevServer | None = None,
+    agents: AgentRegistry | None = None,
     on_up: Callable[[AgentRegistry], None] = lambda agents: None,
 ) -> None:
     """Run the worker and/or the API (on ``api_socket``, bound) until cancelled, then stop
     both cleanly. Once the worker polls and the API answers ``GET /healthz``, prints one
-    line and calls ``on_up`` with the agents served. ``dev_server`` is watched: its process ending ends the rest.
+    line and calls ``on_up`` with the agents served (``agents``, default loaded from
+    ``settings.agents``). ``dev_server`` is watched: its process ending ends the rest.
 
     Raises:
         _Failure: when the session store refuses, Temporal does not answer, a part does not
@@ -280,10 +282,8 @@ async def _serve(
     """
     if api_socket is not None:
         check_auth_settings(settings)
-    try:
-        agents = load_agents(settings.agents)
-    except AgentsNotLoaded as err:
-        raise _Failure(str(err)) from None
+    if agents is None:
+        agents = _load_agents(settings)
     try:
         await asyncio.to_thread(session_store(settings).prepare)
     except Exception as err:
@@ -389,6 +389,18 @@ async def _until_serving(
         await asyncio.sleep(0.1)
 
 
+def _load_agents(settings: Settings) -> AgentRegistry:
+    """The agents to serve.
+
+    Raises:
+        _Failure: one line naming the module, the attribute or the agent.
+    """
+    try:
+        return load_agents(settings.agents)
+    except AgentsNotLoaded as err:
+        raise _Failure(str(err)) from None
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, object] = {}
     if getattr(args, "data_dir", None) is not None:
@@ -438,6 +450,7 @@ def _dev(args: argparse.Namespace) -> None:
     """
     settings = _settings(args)
     check_auth_settings(settings)  # before anything starts or is written
+    agents = _load_agents(settings)  # a broken agents module starts no Temporal server
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
     server = DevServer(
         settings.data_dir,
@@ -450,7 +463,9 @@ def _dev(args: argparse.Namespace) -> None:
     )
     with _listen(settings) as api_socket, _only_dev_on(settings.data_dir):
         _until_stopped(
-            "dev", lambda stopping: _run_dev(settings, server, api_socket, stopping), server.kill
+            "dev",
+            lambda stopping: _run_dev(settings, agents, server, api_socket, stopping),
+            server.kill,
         )
 
 
@@ -481,7 +496,11 @@ def _only_dev_on(data_dir: Path) -> Iterator[None]:
 
 
 async def _run_dev(
-    settings: Settings, server: DevServer, api_socket: socket.socket, stopping: _Stopping
+    settings: Settings,
+    agents: AgentRegistry,
+    server: DevServer,
+    api_socket: socket.socket,
+    stopping: _Stopping,
 ) -> None:
     """The dev server, then the worker and the API on it, until cancelled; then all stop.
 
@@ -503,6 +522,7 @@ async def _run_dev(
             with_worker=True,
             api_socket=api_socket,
             dev_server=server,
+            agents=agents,
             on_up=lambda agents: _say_dev_is_up(settings, server, agents),
         )
     finally:
