@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ag_ui.core import EventType, RunErrorEvent
+from ag_ui.core import (
+    BaseEvent,
+    EventType,
+    RunErrorEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 from temporalio.client import Client
@@ -64,18 +72,22 @@ async def run_event_frames(
     run still queued or in progress is then followed with the stream's long-poll from
     offsets that its events will reach, so every poll ends when the run's next event, at
     the latest its terminal one, is published. A finished run (or a client that already saw
-    its end) starts no poll. If reading fails, the stream ends with exactly one
-    ``RUN_ERROR`` (code ``StreamFailed``); the run itself goes on in its workflow.
+    its end) starts no poll. If reading fails, or the thread's workflow closes before the
+    run's end, the stream ends with exactly one ``RUN_ERROR`` (code ``StreamFailed``).
     """
     encoder = EventEncoder()
     handle = client.get_workflow_handle(workflow_id)
 
+    still_open = _StillOpen()
+
     def frame(offset: int, data: dict[str, Any]) -> tuple[str, bool]:
         event = event_from_wire(data)
+        still_open.see(event)
         return f"id: {offset}\n{encoder.encode(event)}", event.type in TERMINAL_EVENTS
 
     offset = window.start
     end = window.end
+    message = ""
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             if offset < end:
@@ -101,6 +113,10 @@ async def run_event_frames(
                 yield text
                 if terminal:
                     return
+            # The stream ends only when the thread's workflow has closed: the run never will.
+            logger.error("thread %s closed before run %s ended", workflow_id, run_id)
+            message = "the thread ended before this run did (see the worker's log)"
+            break
         except Exception as err:  # the client must get a terminal event, whatever broke
             if attempt < READ_ATTEMPTS:
                 # A poll rejected in passing (a worker restart, a rollover): read on from the
@@ -109,11 +125,34 @@ async def run_event_frames(
                 await asyncio.sleep(0.2 * attempt)
                 continue
             logger.exception("reading events of run %s of %s failed", run_id, workflow_id)
-            failure = RunErrorEvent(
-                message="reading the run's events failed; reconnect with Last-Event-ID",
-                code="StreamFailed",
-            )
-            yield encoder.encode(failure)
+            message = "reading the run's events failed; reconnect with Last-Event-ID"
+    for closing in still_open.ends():
+        yield encoder.encode(closing)
+    yield encoder.encode(RunErrorEvent(message=message, code="StreamFailed"))
+
+
+class _StillOpen:
+    """The text messages and tool calls a stream started and has not ended, so a stream
+    cut short can close them before its ``RUN_ERROR`` (AG-UI: every start has its end)."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, None] = {}
+        self.calls: dict[str, None] = {}
+
+    def see(self, event: BaseEvent) -> None:
+        if isinstance(event, TextMessageStartEvent):
+            self.messages[event.message_id] = None
+        elif isinstance(event, TextMessageEndEvent):
+            self.messages.pop(event.message_id, None)
+        elif isinstance(event, ToolCallStartEvent):
+            self.calls[event.tool_call_id] = None
+        elif isinstance(event, ToolCallEndEvent):
+            self.calls.pop(event.tool_call_id, None)
+
+    def ends(self) -> list[BaseEvent]:
+        return [TextMessageEndEvent(message_id=m) for m in self.messages] + [
+            ToolCallEndEvent(tool_call_id=c) for c in self.calls
+        ]
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:

@@ -102,6 +102,10 @@ PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
+PATCH_COUNT_FAILURE = "a-failed-count-ends-the-run"
+"""workflow.patched id: a first count that fails ends the run with RUN_ERROR; before it, the
+local activity's failure (which sdk-core hands over unwrapped, not as ``ActivityError``)
+failed the whole thread."""
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 T = TypeVar("T")
@@ -136,6 +140,14 @@ class _RunCancelled(Exception):
     def __init__(self, *, persisted: bool) -> None:
         super().__init__("run cancelled")
         self.persisted = persisted
+
+
+class _LocalActivityFailed(Exception):
+    """A local activity failed for good; ``cause`` is its failure (as ``ActivityError.cause``)."""
+
+    def __init__(self, cause: ApplicationError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 @workflow.defn
@@ -838,8 +850,8 @@ class AgentThreadWorkflow:
                     outcome=RunFinishedCancelledOutcome(),
                 ),
             )
-        except ActivityError as err:
-            self._publish(run.run_id, _run_error(err))
+        except (ActivityError, _LocalActivityFailed) as err:
+            self._publish(run.run_id, _run_error(err.cause))
             # The failed turn is cut from the session by the next one: the client may send
             # its messages again under the same ids.
             for user_message in run.user_messages:
@@ -903,14 +915,20 @@ class AgentThreadWorkflow:
             if workflow.patched(PATCH_COUNT_LOCALLY)
             else workflow.execute_activity
         )
-        count: int = await execute(
-            "count_session_messages",
-            self._session_id,
-            result_type=int,
-            start_to_close_timeout=RECONCILE_TIMEOUT,
-            retry_policy=COUNT_RETRY,
-            summary="count the session's messages",
-        )
+        try:
+            count: int = await execute(
+                "count_session_messages",
+                self._session_id,
+                result_type=int,
+                start_to_close_timeout=RECONCILE_TIMEOUT,
+                retry_policy=COUNT_RETRY,
+                summary="count the session's messages",
+            )
+        except ApplicationError as err:
+            # A local activity's failure arrives as its cause, not as ActivityError.
+            if not workflow.patched(PATCH_COUNT_FAILURE):
+                raise  # recorded before the patch: this failed the thread
+            raise _LocalActivityFailed(err) from err
         return count
 
     def _check_cancelled(self) -> None:
@@ -1003,11 +1021,10 @@ def _recent(items: dict[str, T], keep: int) -> dict[str, T]:
 _OWN_ERROR_TYPES = frozenset(ErrorType)
 
 
-def _run_error(err: ActivityError) -> RunErrorEvent:
-    """The ``RUN_ERROR`` for a failed activity: the cause's own message when it is one of
-    ours (``ErrorType``), else a generic one, so no exception name, path or host reaches the
-    client (the worker's log has the details)."""
-    cause = err.cause
+def _run_error(cause: BaseException | None) -> RunErrorEvent:
+    """The ``RUN_ERROR`` for an activity that failed with ``cause``: the cause's own message
+    when it is one of ours (``ErrorType``), else a generic one, so no exception name, path or
+    host reaches the client (the worker's log has the details)."""
     if isinstance(cause, ApplicationError) and cause.type == ErrorType.RECONCILE_VERIFY_FAILED:
         return RunErrorEvent(message="writing the answers to the session failed", code=cause.type)
     if isinstance(cause, ApplicationError) and cause.type in _OWN_ERROR_TYPES:
