@@ -5,7 +5,8 @@ name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), o
 
 - ``create_app(settings, agents=...)``: the whole server, a FastAPI app;
 - ``create_router(settings, agents=...)``: the API's routes, for
-  ``app.include_router(router, prefix="/ai")`` in an app of your own;
+  ``app.include_router(router, prefix="/ai")`` in an app of your own, and
+  ``add_error_handlers(app)`` for the API's error body there;
 - ``build_worker(client, settings, agents=...)``: a worker hosting threads, or
   ``thread_workflows()`` and ``thread_activities(settings, agents)`` to register on a
   worker of your own (next to your own workflows, on ``settings.task_queue``);
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
         load_agents,
     )
     from durable_agui.agents.offline_model import OfflineModel
-    from durable_agui.api.app import create_app, create_router
+    from durable_agui.api.app import add_error_handlers, create_app, create_router
     from durable_agui.api.limits import RequestBodyCheck
     from durable_agui.core.settings import Settings, get_settings
     from durable_agui.core.temporal import connect
@@ -45,6 +46,7 @@ _PUBLIC = {
     "TurnContext": "durable_agui.agents",
     "load_agents": "durable_agui.agents",
     "OfflineModel": "durable_agui.agents.offline_model",
+    "add_error_handlers": "durable_agui.api.app",
     "create_app": "durable_agui.api.app",
     "create_router": "durable_agui.api.app",
     "RequestBodyCheck": "durable_agui.api.limits",
@@ -76,6 +78,7 @@ __all__ = [
     "RequestBodyCheck",
     "Settings",
     "TurnContext",
+    "add_error_handlers",
     "build_worker",
     "connect",
     "create_app",

@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_agui.activities import ReconcileActivities, TurnActivities
-from durable_agui.agents import AgentRegistry, load_agents
+from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.core.settings import Settings, get_settings
 from durable_agui.core.temporal import connect
 from durable_agui.workflows import AgentThreadWorkflow
@@ -23,18 +23,20 @@ def thread_workflows() -> list[type]:
 
 
 def thread_activities(
-    settings: Settings | None = None, agents: AgentRegistry | None = None
+    settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
     """The activities a worker must register to host threads (``run_turn``,
     ``reconcile_session``, ``count_session_messages``), bound to ``settings`` (default: the
-    environment's) and ``agents`` (default: ``load_agents(settings.agents)``).
+    environment's) and ``agents``: an ``AgentRegistry``, a list or dict of
+    ``AgentDefinition``s, or an import path as ``load_agents`` takes (default:
+    ``load_agents(settings.agents)``).
 
     Raises:
+        TypeError: ``agents`` of another kind.
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
-    agents = agents if agents is not None else load_agents(settings.agents)
-    turns = TurnActivities(settings, agents)
+    turns = TurnActivities(settings, agent_registry(agents, settings.agents))
     reconcile = ReconcileActivities(settings)
     return [turns.run_turn, reconcile.reconcile_session, reconcile.count_session_messages]
 
@@ -43,19 +45,22 @@ def build_worker(
     client: Client,
     settings: Settings | None = None,
     *,
-    agents: AgentRegistry | None = None,
+    agents: AgentsArgument | None = None,
     **options: Any,
 ) -> Worker:
     """A worker on ``settings.task_queue`` hosting threads: ``thread_workflows()`` and
     ``thread_activities(settings, agents)``.
 
     ``client`` must use this package's data converter (``durable_agui.connect`` makes one);
-    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``).
+    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``;
+    ``durable-agui worker`` adds ``workflow_runner=UnsandboxedWorkflowRunner()``: the thread
+    workflow does no I/O, and the sandbox costs about a third of a turn's latency).
     To host threads on a worker of your own instead, add ``thread_workflows()`` and
     ``thread_activities(...)`` to its ``workflows`` and ``activities``, on the task queue the
     API sends threads to (``DURABLE_AGUI_TASK_QUEUE``).
 
     Raises:
+        TypeError: ``agents`` of another kind (see ``thread_activities``).
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()

@@ -394,22 +394,26 @@ async def test_an_oversized_tool_answer_is_refused_and_the_call_stays_open(
 
 
 @pytest.mark.parametrize(
-    "tool",
+    "tools",
     [
-        {"name": "lookup_flight", "description": "clash"},
-        {"name": "bad name!", "description": "spaces"},
-        {"name": "", "description": "empty"},
+        [{"name": "lookup_flight", "description": "clash"}],
+        # Strands takes "-" and "_" as the same: such names would fail every attempt.
+        [{"name": "lookup-flight", "description": "clash, up to - and _"}],
+        [{"name": "pick-seat", "description": "a"}, {"name": "pick_seat", "description": "b"}],
+        [{"name": "bad name!", "description": "spaces"}],
+        [{"name": "", "description": "empty"}],
     ],
-    ids=["backend-name", "space", "empty"],
+    ids=["backend-name", "backend-name-up-to-dash", "twice-up-to-dash", "space", "empty"],
 )
 async def test_frontend_tools_must_have_valid_names_distinct_from_backend_tools(
-    http: httpx.AsyncClient, tool: dict[str, str]
+    http: httpx.AsyncClient, tools: list[dict[str, str]]
 ) -> None:
     body = run_input("t-tools", "r1", [{"id": "u", "role": "user", "content": "hi"}], [])
-    body["tools"] = [tool]
+    body["tools"] = tools
     response = await http.post("/agents/demo", json=body)
-    assert response.status_code == 422, tool
+    assert response.status_code == 422, tools
     assert response.json()["detail"]["type"] == "InvalidTool"
+    assert (await http.get("/threads/t-tools")).status_code == 404
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -168,3 +168,18 @@ async def test_own_workflow_runs_on_the_same_worker(travel_embedded: ProjectStac
     assert sent.status_code == 200, sent.text
     # worker.py is the stack's only worker: the threads' task queue ran the reminder too.
     assert sent.json()["message"] == "Reminder for Oslo: Pack a scarf"
+
+
+async def test_errors_answer_the_documented_body(travel: str) -> None:
+    async with httpx.AsyncClient(base_url=travel) as http:
+        unknown = await http.get("/no-such-route")
+        missing = await http.post("/agents/travel", json={"threadId": "trip-bad"})
+        not_json = await http.post(
+            "/agents/travel", content=b"{", headers={"content-type": "application/json"}
+        )
+
+    assert (unknown.status_code, unknown.json()["detail"]["type"]) == (404, "NotFound")
+    assert (missing.status_code, missing.json()["detail"]["type"]) == (422, "InvalidRequest")
+    assert not_json.status_code in (415, 422), not_json.text
+    for answer in (unknown, missing, not_json):
+        assert set(answer.json()["detail"]) >= {"type", "message"}, answer.text

@@ -442,3 +442,32 @@ async def test_the_api_never_queries_a_thread(cluster: Cluster) -> None:
         assert text_of(events) == "confirm_booking -> success: yes"
         assert (await http.post(f"/threads/{thread}/cancel")).status_code == 409
     assert temporal_queries(cluster) == 0
+
+
+async def test_an_operator_terminating_a_thread_mid_run_ends_its_stream_and_not_the_thread(
+    cluster: Cluster,
+) -> None:
+    """``temporal workflow terminate`` while a run streams: the client gets one RUN_ERROR,
+    and the next run on the thread id starts the thread again from its session."""
+    cluster.start_worker("a", SLOW_MODEL)
+    url = cluster.start_api("api")
+    text = " ".join(f"w{n}" for n in range(40))
+    body = run_input("f-terminated", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+    client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
+
+    terminated: list[bool] = []
+
+    async def terminate_mid_stream(events: list[dict[str, Any]]) -> None:
+        if not terminated and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+            terminated.append(True)
+            await client.get_workflow_handle(workflow_id_for("f-terminated")).terminate("ops")
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        events, _ = await stream_run(http, "/agents/demo", terminate_mid_stream, json=body)
+        check_stream(events)
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "StreamFailed"
+        next_user = {"id": "u2", "role": "user", "content": "and now?"}
+        status, more = await post_run(
+            http, "demo", run_input("f-terminated", "r2", [next_user], [])
+        )
+        assert status == 200 and text_of(more) == "echo: and now?", more

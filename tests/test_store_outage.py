@@ -149,6 +149,29 @@ async def test_a_turn_that_loses_the_store_ends_in_one_clean_run_error(
     assert [m["role"] for m in history] == ["user", "assistant"]
 
 
+async def test_a_new_thread_whose_store_is_away_ends_its_first_run_and_takes_the_next(
+    deployment: Cluster, postgres: PostgresServer
+) -> None:
+    """The count before a thread's first turn runs as a local activity, whose failure
+    sdk-core hands over unwrapped: it once failed the whole thread (a 404 for ever after)."""
+    deployment.start_worker("w")
+    url = deployment.start_api("api")
+    thread = "outage-first-count"
+    user = {"id": "u1", "role": "user", "content": "hello there"}
+    postgres.stop(keep_data=True)
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        status, events = await post_run(http, "demo", run_input(thread, "r1", [user], []))
+        assert status == 200
+        assert events[-1]["type"] == "RUN_ERROR", events
+        assert events[-1]["code"] == "SessionStoreUnavailable", events[-1]
+
+        postgres.start()
+        status, events = await post_run(http, "demo", run_input(thread, "r2", [user], []))
+        assert status == 200 and text_of(events) == "echo: hello there"
+    history = persisted_messages(store_of(deployment.env, deployment.data_dir), thread)
+    assert [m["role"] for m in history] == ["user", "assistant"]
+
+
 async def test_a_worker_refuses_to_start_on_a_schema_that_is_not_current(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:

@@ -13,7 +13,11 @@ from strands.hooks import AfterModelCallEvent, AfterToolsEvent
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
-from strands.types.exceptions import EventLoopException, ModelThrottledException
+from strands.types.exceptions import (
+    EventLoopException,
+    ModelThrottledException,
+    SessionException,
+)
 from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -23,6 +27,7 @@ from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
+from durable_agui.agents.definition import normal_tool_name
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -36,7 +41,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import session_store
+from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.translation import (
     PLACEHOLDER_TEXT,
     TurnTranslator,
@@ -51,6 +56,13 @@ SHUTDOWN_GRACE = timedelta(seconds=1)
 """How long a turn whose worker is shutting down (after the worker's own graceful period)
 waits for Strands to stop before the attempt fails and is retried elsewhere: Ctrl-C on
 ``durable-agui dev`` during a turn takes about five seconds, not a tool's whole run."""
+SESSION_ERRORS: tuple[type[Exception], ...] = (
+    *STORE_ERRORS,
+    SessionStoreInconsistent,
+    SessionException,
+)
+"""What restoring the session raises while the ``Agent`` is constructed: the store's
+failures, reported as such (``store_errors_as_application_errors``), not the agent's."""
 CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
 """The assistant message a turn cancelled at a safe point ends with (not streamed)."""
 """How long a cancelled turn may take to reach Strands' next safe stopping point."""
@@ -120,13 +132,22 @@ class TurnAgent:
 
     ``arguments``: the ``strands.Agent`` keyword arguments (model resolved, tools not
     included); ``tools``: the backend tools by name (those named in ``approvals`` become
-    placeholders in the turn); ``other_tools``: tools Strands loads itself (paths, modules).
+    placeholders in the turn).
     """
 
     definition: AgentDefinition
     arguments: dict[str, Any]
     tools: dict[str, AgentTool]
-    other_tools: list[Any]
+
+
+def build_failed(agent: str, err: BaseException) -> ApplicationError:
+    """``AgentBuildFailed``, not retried: the definition gives the same agent every time,
+    nothing was persisted, and the thread takes its next run."""
+    return ApplicationError(
+        f"building agent {agent!r} for this turn failed: {_one_line(err)}",
+        type=ErrorType.AGENT_BUILD_FAILED,
+        non_retryable=True,
+    )
 
 
 class TurnActivities:
@@ -137,13 +158,16 @@ class TurnActivities:
         self._settings = settings
         self._agents = agents
 
-    def _build(self, turn: TurnInput) -> TurnAgent:
-        """The turn's agent from its definition (factory called, model resolved).
+    async def _build(self, turn: TurnInput) -> TurnAgent:
+        """The turn's agent from its definition (factory called, model resolved), in a
+        thread: a slow factory or model constructor must not stall the worker's other
+        activities, nor this one's heartbeat (which goes on, with the details it had).
 
         Raises:
             ApplicationError: ``UnknownAgent`` for an agent this worker does not serve;
-                ``AgentBuildFailed`` when the factory or the model raises (neither retried:
-                nothing was persisted, and the thread takes its next run).
+                ``AgentBuildFailed`` when the factory or the model raises, whatever it raises
+                (``SystemExit`` included), or the factory's result is refused (neither
+                retried: nothing was persisted, and the thread takes its next run).
         """
         definition = self._agents.get(turn.agent)
         if definition is None:
@@ -153,24 +177,29 @@ class TurnActivities:
                 non_retryable=True,
             )
         context = TurnContext(thread_id=turn.thread_id, run_id=turn.run_id, agent=turn.agent)
-        try:
-            arguments = definition.agent_arguments(context)
-            arguments["model"] = build_model(self._settings, arguments.get("model"))
-        except Exception as err:
-            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
-            raise ApplicationError(
-                f"building agent {turn.agent!r} for this turn failed: {_one_line(err)}",
-                type=ErrorType.AGENT_BUILD_FAILED,
-                non_retryable=True,
-            ) from None
-        tools: dict[str, AgentTool] = {}
-        other: list[Any] = []
-        for tool in arguments.pop("tools", None) or []:
-            if isinstance(tool, AgentTool):
-                tools[tool.tool_name] = tool
-            else:
-                other.append(tool)
-        return TurnAgent(definition, arguments, tools, other)
+
+        def build() -> TurnAgent | BaseException:
+            # A BaseException raised in the thread would be re-raised in the event loop.
+            try:
+                arguments = definition.agent_arguments(context)
+                arguments["model"] = build_model(self._settings, arguments.get("model"))
+            except BaseException as err:  # the author's code: whatever it raises
+                return err
+            # Checked by the definition (at start) or by agent_arguments (a factory's).
+            tools = {tool.tool_name: tool for tool in arguments.pop("tools", None) or []}
+            return TurnAgent(definition, arguments, tools)
+
+        async with heartbeating(*activity.info().heartbeat_details):
+            built = await asyncio.to_thread(build)
+        if isinstance(built, BaseException):
+            logger.error(
+                "building agent %r for run %s failed",
+                turn.agent,
+                turn.run_id,
+                exc_info=(type(built), built, built.__traceback__),
+            )
+            raise build_failed(turn.agent, built) from None
+        return built
 
     async def _run_approved(
         self,
@@ -228,20 +257,39 @@ class TurnActivities:
         turn: TurnInput,
         built: TurnAgent,
         tools: list[Any],
+        approval_placeholders: dict[str, AgentTool],
         session: RepositorySessionManager,
         events: RunEventPublisher,
         translator: TurnTranslator,
     ) -> str:
-        """Run the approved calls, then the agent; returns Strands' stop reason."""
+        """Run the approved calls, then the agent; returns Strands' stop reason.
+
+        Raises:
+            ApplicationError: ``AgentBuildFailed`` (not retried) when Strands refuses the
+                definition's arguments, or a tool that needs approval is not its placeholder
+                once the agent is built.
+        """
         if turn.approved:
             await self._run_approved(turn, built, session, events, translator)
-        agent = Agent(
-            **{"callback_handler": None, **built.arguments},
-            tools=tools,
-            session_manager=session,
-            agent_id=AGENT_ID,
-            name=built.definition.name,
-        )
+        try:
+            agent = Agent(
+                **{"callback_handler": None, **built.arguments},
+                tools=tools,
+                session_manager=session,
+                agent_id=AGENT_ID,
+                name=built.definition.name,
+            )
+        except SESSION_ERRORS:
+            raise  # the session could not be restored: the store's failure, not the agent's
+        except Exception as err:  # what Strands refuses in the definition's arguments
+            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
+            raise build_failed(turn.agent, err) from None
+        for name, placeholder in approval_placeholders.items():
+            if agent.tool_registry.registry.get(name) is not placeholder:
+                # A hook or a tool executor replaced it at construction: it would run unasked.
+                raise build_failed(
+                    turn.agent, RuntimeError(f"tool {name!r} was replaced; it needs approval")
+                )
         agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
@@ -361,24 +409,28 @@ class TurnActivities:
 
         Raises:
             ApplicationError: ``UnknownAgent`` (not retryable) when the agent is not
-                registered on this worker.
+                registered on this worker; ``AgentBuildFailed`` (not retryable) when the
+                agent cannot be built from its definition (``_build``, ``_stream_turn``).
 
         On retry: the session is truncated back to ``turn.start_index`` (the turn's starting
         point) before the agent is rebuilt, approved calls whose result is already stored are
         not run again, and what the earlier attempt left open in the stream is closed and
         followed by a ``turn_retried`` event. The session ends as if the turn ran once.
         """
-        built = self._build(turn)
+        built = await self._build(turn)
         approvals = dict(built.definition.approvals)
-        frontend = [t for t in turn.frontend_tools if t.name not in built.tools]
-        tools: list[Any] = (
-            [
-                placeholder_tool(tool.tool_spec) if name in approvals else tool
-                for name, tool in built.tools.items()
-            ]
-            + [placeholder_tool(frontend_spec(t)) for t in frontend]
-            + built.other_tools
-        )
+        # A frontend tool named as a backend one (as Strands compares names) is the backend's:
+        # the API refuses those for static tools, a factory's are known only here.
+        backend = {normal_tool_name(name) for name in built.tools}
+        frontend = [t for t in turn.frontend_tools if normal_tool_name(t.name) not in backend]
+        placeholders = {
+            name: placeholder_tool(tool.tool_spec)
+            for name, tool in built.tools.items()
+            if name in approvals
+        }
+        tools: list[AgentTool] = [
+            placeholders.get(name, tool) for name, tool in built.tools.items()
+        ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
         translator = TurnTranslator(
             turn.run_id,
             {t.name for t in frontend},
@@ -399,7 +451,7 @@ class TurnActivities:
                 async with heartbeating(start):
                     try:
                         stop_reason = await self._stream_turn(
-                            turn, built, tools, session, events, translator
+                            turn, built, tools, placeholders, session, events, translator
                         )
                     except Exception as err:
                         for event in translator.finish():  # this attempt leaves nothing open

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from strands import Agent
+from strands.agent.conversation_manager import ConversationManager
+from strands.hooks import HookProvider
 from strands.models.model import Model
+from strands.types.tools import AgentTool
+
+from durable_agui.agents.models import check_model_spec
 
 THREAD_OWNED = frozenset({"session_manager", "agent_id", "messages", "name"})
 """``strands.Agent`` arguments the thread sets itself (``name`` is the definition's): an
@@ -72,8 +79,16 @@ class AgentDefinition:
 
     Frontend tools come from the client with each run and are added per turn.
 
+    Every field is checked here, so that a bad definition stops the process at start
+    (``check_definition``); a factory's result is checked the same way for each turn.
+
     Raises:
-        AgentDefinitionError: for a thread-owned or unknown ``strands.Agent`` argument.
+        AgentDefinitionError: one line naming the agent and the field: a ``name`` that does
+            not match ``NAME_PATTERN``, a field of the wrong type, ``tools`` that are not
+            Strands ``AgentTool`` objects with distinct names, an ``approvals`` key that
+            names none of them, a model string with an unknown provider, or an
+            ``agent_kwargs`` key the thread owns, Strands does not take, that has a field
+            of its own, or that loads tools (``TOOL_LOADERS``).
     """
 
     name: str
@@ -89,7 +104,7 @@ class AgentDefinition:
     factory: AgentFactory | None = None
 
     def __post_init__(self) -> None:
-        check_agent_arguments(self.name, self.agent_kwargs)
+        check_definition(self)
 
     @property
     def tool_names(self) -> set[str] | None:
@@ -104,7 +119,10 @@ class AgentDefinition:
         ``None``): the caller resolves it.
 
         Raises:
-            AgentDefinitionError: the factory returned a thread-owned or unknown argument.
+            AgentDefinitionError: the factory returned something that is not a mapping, a
+                thread-owned or unknown argument, one that loads tools (``plugins``), or
+                tools that are not Strands ``AgentTool`` objects with distinct names, or
+                that ``approvals`` names a tool it did not return.
             Exception: whatever the factory raises.
         """
         arguments: dict[str, Any] = {
@@ -120,9 +138,17 @@ class AgentDefinition:
         if self.state is not None:
             arguments["state"] = dict(self.state)
         if self.factory is not None:
-            built = dict(self.factory(context))
+            built = self.factory(context)
+            if not isinstance(built, Mapping):
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: the factory must return a mapping of strands.Agent "
+                    f"arguments; got {_shown(built)}"
+                )
+            built = dict(built)
             check_agent_arguments(self.name, built)
+            check_tool_loaders(self.name, built)
             arguments.update(built)
+            check_tools(self.name, arguments.get("tools"), self.approvals)
         return arguments
 
 
@@ -150,3 +176,181 @@ def check_agent_arguments(agent: str, arguments: Mapping[str, Any]) -> None:
         raise AgentDefinitionError(
             f"agent {agent!r}: strands.Agent takes no argument {', '.join(unknown)}"
         )
+
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""An agent's name: one URL path segment (``POST /agents/<name>``), short enough for the
+``AgentName`` search attribute (Temporal takes at most 2048 bytes)."""
+
+FIELDS = frozenset(
+    {"model", "system_prompt", "tools", "hooks", "conversation_manager", "state", "description"}
+)
+"""``strands.Agent`` arguments that are fields of the definition, checked there: not in
+``agent_kwargs``."""
+
+TOOL_LOADERS = frozenset({"plugins", "load_tools_from_directory"})
+"""``strands.Agent`` arguments that add tools of their own (a plugin's tools, the files of
+``./tools``): those would run without the approval ``approvals`` asks for."""
+
+JSON_PRIMITIVES = (str, bool, int, float)
+
+
+def _shown(value: Any) -> str:
+    """A value as a one-line refusal may quote it: its repr, cut, and its type."""
+    text = repr(value).replace("\n", " ")
+    return f"{text if len(text) <= 80 else text[:77] + '...'} ({type(value).__name__})"
+
+
+def check_definition(definition: AgentDefinition) -> None:
+    """Refuse, at start, a definition that cannot be served (see ``AgentDefinition``).
+
+    Raises:
+        AgentDefinitionError: one line naming the agent and the field.
+    """
+    name = definition.name
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise AgentDefinitionError(
+            f"agent {_shown(name)}: name must be 1-64 characters from A-Z a-z 0-9 _ . -, "
+            "starting with a letter or digit"
+        )
+
+    def refuse(field_name: str, rule: str, value: Any) -> AgentDefinitionError:
+        return AgentDefinitionError(
+            f"agent {name!r}: {field_name} must be {rule}; got {_shown(value)}"
+        )
+
+    if not isinstance(definition.description, str):
+        raise refuse("description", "a string", definition.description)
+    if definition.system_prompt is not None and not isinstance(definition.system_prompt, str):
+        raise refuse("system_prompt", "a string or None", definition.system_prompt)
+    model = definition.model
+    if isinstance(model, str):
+        try:
+            check_model_spec(model)
+        except ValueError as err:
+            raise AgentDefinitionError(f"agent {name!r}: model: {err}") from None
+    elif model is not None and not isinstance(model, Model):
+        raise refuse("model", "a strands Model, a provider string or None", model)
+    if not isinstance(definition.hooks, list | tuple):
+        raise refuse("hooks", "a list of Strands HookProvider objects", definition.hooks)
+    for hook in definition.hooks:
+        if not isinstance(hook, HookProvider):
+            raise refuse("hooks", "Strands HookProvider objects", hook)
+    manager = definition.conversation_manager
+    if manager is not None:
+        if not isinstance(manager, ConversationManager):
+            raise refuse("conversation_manager", "a Strands ConversationManager", manager)
+        try:
+            copy.deepcopy(manager)  # one copy per turn: it keeps per-conversation state
+        except Exception as err:
+            raise AgentDefinitionError(
+                f"agent {name!r}: conversation_manager cannot be copied for each turn: "
+                f"{type(err).__name__}: {str(err)[:120]}"
+            ) from None
+    if definition.state is not None:
+        if not isinstance(definition.state, Mapping):
+            raise refuse("state", "a JSON object (a dict) or None", definition.state)
+        try:
+            json.dumps(dict(definition.state), allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise AgentDefinitionError(
+                f"agent {name!r}: state must be JSON-serialisable: {str(err)[:120]}"
+            ) from None
+    factory = definition.factory
+    if factory is not None and (not callable(factory) or inspect.iscoroutinefunction(factory)):
+        raise refuse("factory", "a function (not async) of a TurnContext, or None", factory)
+    if not isinstance(definition.approvals, Mapping):
+        raise refuse("approvals", "a dict of tool name to ApprovalRule", definition.approvals)
+    for tool_name, rule in definition.approvals.items():
+        if not isinstance(rule, ApprovalRule):
+            raise refuse(f"approvals[{tool_name!r}]", "an ApprovalRule", rule)
+    if not isinstance(definition.agent_kwargs, Mapping):
+        raise refuse("agent_kwargs", "a dict of strands.Agent arguments", definition.agent_kwargs)
+    check_agent_arguments(name, definition.agent_kwargs)
+    own = sorted(FIELDS & set(definition.agent_kwargs))
+    if own:
+        raise AgentDefinitionError(
+            f"agent {name!r}: agent_kwargs sets {', '.join(own)}: use the definition's field"
+        )
+    check_tool_loaders(name, definition.agent_kwargs)
+    check_trace_attributes(name, definition.agent_kwargs.get("trace_attributes"))
+    # A factory may return the tools; approvals are checked against them for each turn.
+    approvals = {} if factory is not None else definition.approvals
+    check_tools(name, definition.tools, approvals)
+
+
+def check_tools(agent: str, tools: Any, approvals: Mapping[str, Any]) -> None:
+    """Refuse tools that ``run_turn`` could not put behind their approval: anything but a
+    list of Strands ``AgentTool`` objects (a ``@tool`` function is one; Strands would load
+    a string, a module or a tool provider itself, out of the approvals' reach), two names
+    equal up to ``-`` and ``_`` (Strands refuses them), and an ``approvals`` key that names
+    no tool (approval would silently be off).
+
+    Raises:
+        AgentDefinitionError: naming the agent and the tool.
+    """
+    if not isinstance(tools, list | tuple):
+        raise AgentDefinitionError(
+            f"agent {agent!r}: tools must be a list of Strands tools; got {_shown(tools)}"
+        )
+    names: dict[str, str] = {}
+    for tool in tools:
+        if not isinstance(tool, AgentTool):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: tools must be Strands tools (@tool functions or AgentTool "
+                f"objects); got {_shown(tool)}"
+            )
+        normal = normal_tool_name(tool.tool_name)
+        if normal in names:
+            raise AgentDefinitionError(
+                f"agent {agent!r}: two tools are called {names[normal]!r} and "
+                f"{tool.tool_name!r} (Strands takes - and _ as the same)"
+            )
+        names[normal] = tool.tool_name
+    unknown = sorted(set(approvals) - set(names.values()))
+    if unknown:
+        raise AgentDefinitionError(
+            f"agent {agent!r}: approvals names {', '.join(map(repr, unknown))}, which is "
+            f"not one of its tools ({', '.join(sorted(names.values())) or 'none'})"
+        )
+
+
+def normal_tool_name(name: str) -> str:
+    """A tool name as Strands compares them: ``-`` and ``_`` are the same."""
+    return name.replace("-", "_")
+
+
+def check_tool_loaders(agent: str, arguments: Mapping[str, Any]) -> None:
+    """Refuse ``strands.Agent`` arguments that add tools past ``approvals`` (``TOOL_LOADERS``).
+
+    Raises:
+        AgentDefinitionError: naming the agent and the argument.
+    """
+    loaders = sorted(name for name in TOOL_LOADERS & set(arguments) if arguments[name])
+    if loaders:
+        raise AgentDefinitionError(
+            f"agent {agent!r} sets {', '.join(loaders)}: these add tools that approvals "
+            "cannot see; give every tool in tools"
+        )
+
+
+def check_trace_attributes(agent: str, attributes: Any) -> None:
+    """Refuse ``trace_attributes`` Strands would drop: not a mapping of names to JSON
+    primitives or lists of them (OpenTelemetry attribute values).
+
+    Raises:
+        AgentDefinitionError: naming the agent and the attribute.
+    """
+    if attributes is None:
+        return
+    if not isinstance(attributes, Mapping):
+        raise AgentDefinitionError(
+            f"agent {agent!r}: trace_attributes must be a dict; got {_shown(attributes)}"
+        )
+    for key, value in attributes.items():
+        values = value if isinstance(value, list | tuple) else [value]
+        if not isinstance(key, str) or not all(isinstance(v, JSON_PRIMITIVES) for v in values):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: trace_attributes[{key!r}] must be a string, number, bool "
+                f"or a list of them; got {_shown(value)}"
+            )

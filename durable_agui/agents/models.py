@@ -9,6 +9,27 @@ from strands.models.model import Model
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
 
+PROVIDERS = ("offline", "bedrock", "anthropic", "openai", "ollama")
+"""The providers a model string may name (``<provider>:<model-id>``, or ``offline``)."""
+
+
+def check_model_spec(spec: str) -> None:
+    """Refuse a model string whose provider is not one of ``PROVIDERS``, or that names no
+    model id where the provider needs one (all but ``offline`` and ``bedrock``). Whether the
+    provider's SDK is installed is known when a turn builds the model.
+
+    Raises:
+        ValueError: naming the string and what is accepted.
+    """
+    provider, _, model_id = spec.partition(":")
+    if provider not in PROVIDERS:
+        raise ValueError(
+            f"unknown model provider {provider!r} in {spec[:80]!r}; "
+            "use offline, bedrock:<id>, anthropic:<id>, openai:<id> or ollama:<id>"
+        )
+    if not model_id and provider not in ("offline", "bedrock"):
+        raise ValueError(f"{spec[:80]!r} names no model: use {provider}:<model-id>")
+
 
 def build_model(settings: Settings, model: Model | str | None = None) -> Model:
     """The model of one turn: ``model`` itself when it is a Strands ``Model`` (an agent's
@@ -27,6 +48,7 @@ def build_model(settings: Settings, model: Model | str | None = None) -> Model:
     if isinstance(model, Model):
         return model
     spec = model or settings.model
+    check_model_spec(spec)
     provider, _, model_id = spec.partition(":")
     if provider == "offline":
         return OfflineModel(
@@ -54,7 +76,4 @@ def build_model(settings: Settings, model: Model | str | None = None) -> Model:
         return OllamaModel(
             os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"), model_id=model_id
         )
-    raise ValueError(
-        f"unknown model provider {provider!r} in {spec!r}; "
-        "use offline, bedrock:<id>, anthropic:<id>, openai:<id> or ollama:<id>"
-    )
+    raise AssertionError(f"provider {provider!r} is in PROVIDERS but not built here")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from durable_agui.agents.definition import AgentDefinition
+from durable_agui.agents.definition import AgentDefinition, AgentDefinitionError
 
 DEMO = "durable_agui.agents.demo"
 """The agents served when nothing is configured (the ``demo`` agent)."""
@@ -64,6 +64,13 @@ def _agents_of(target: Any, where: str) -> list[AgentDefinition]:
             raise AgentsNotLoaded(f"{where} defines no durable_agui.AgentDefinition")
         return found
     if isinstance(target, Mapping):
+        for key, agent in target.items():
+            # The key is not a second name: POST /agents/<name> serves the definition's.
+            if isinstance(agent, AgentDefinition) and key != agent.name:
+                raise AgentsNotLoaded(
+                    f"{where}: key {key!r} holds agent {agent.name!r}; a key must be its "
+                    "agent's name"
+                )
         return list(target.values())
     if isinstance(target, Iterable) and not isinstance(target, str | bytes):
         return list(target)
@@ -86,6 +93,8 @@ def load_agents(path: str | None = None) -> AgentRegistry:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         raise AgentsNotLoaded(f"cannot import {module_name!r} (agents {path!r}): {err}") from None
+    except AgentDefinitionError as err:  # a definition refused while the module ran
+        raise AgentsNotLoaded(f"{path}: {err}") from None
     except Exception as err:  # the author's module failed while it was imported
         raise AgentsNotLoaded(
             f"importing {module_name!r} (agents {path!r}) failed: {type(err).__name__}: {err}"
@@ -96,3 +105,35 @@ def load_agents(path: str | None = None) -> AgentRegistry:
             raise AgentsNotLoaded(f"module {module_name!r} has no attribute {attribute!r}")
         target = getattr(module, attribute)
     return AgentRegistry(_agents_of(target, path), source=path)
+
+
+AgentsArgument = AgentRegistry | Mapping[str, AgentDefinition] | Iterable[AgentDefinition] | str
+"""What ``create_app``, ``create_router``, ``build_worker`` and ``thread_activities`` take
+as ``agents``."""
+
+
+def agent_registry(
+    agents: AgentsArgument | AgentDefinition | None, default: str | None
+) -> AgentRegistry:
+    """The ``AgentRegistry`` for an ``agents`` argument: a registry as it is; an import path
+    (``"myapp.agents"``, ``"myapp.agents:AGENTS"``) loaded with ``load_agents``; one
+    definition, or a list or dict of them (a dict's keys must be their agents' names);
+    ``None``: ``load_agents(default)``.
+
+    Raises:
+        TypeError: for anything else, naming what is accepted.
+        AgentsNotLoaded: as ``load_agents``, or a collection holding something that is not a
+            definition, two agents with one name, or no agents.
+    """
+    if isinstance(agents, AgentRegistry):
+        return agents
+    if agents is None or isinstance(agents, str):
+        return load_agents(agents if agents is not None else default)
+    if isinstance(agents, AgentDefinition | Mapping) or (
+        isinstance(agents, Iterable) and not isinstance(agents, bytes)
+    ):
+        return AgentRegistry(_agents_of(agents, "agents"), source="agents")
+    raise TypeError(
+        "agents must be an AgentRegistry, a list or dict of AgentDefinitions, an "
+        f"AgentDefinition or an import path string; got {type(agents).__name__}"
+    )

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
-from durable_agui.agents import AgentRegistry, load_agents
+from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.context import ApiContext
 from durable_agui.api.errors import BODY_ERRORS, api_error, error_response, error_responses
@@ -59,14 +59,17 @@ class CodecCORS:
 def create_router(
     settings: Settings | None = None,
     *,
-    agents: AgentRegistry | None = None,
+    agents: AgentsArgument | None = None,
     client: Client | None = None,
 ) -> APIRouter:
     """The API's routes, to include in an app of your own under any prefix:
-    ``app.include_router(create_router(settings), prefix="/ai")``.
+    ``app.include_router(create_router(settings), prefix="/ai")``; call
+    ``add_error_handlers(app)`` too, for the API's error body on malformed requests and
+    unknown routes (``{"detail": {"type", "message"}}``, not FastAPI's defaults).
 
-    ``settings``: default the environment's (``DURABLE_AGUI_*``); ``agents``: default
-    ``load_agents(settings.agents)``; ``client``: a Temporal client made with
+    ``settings``: default the environment's (``DURABLE_AGUI_*``); ``agents``: an
+    ``AgentRegistry``, a list or dict of ``AgentDefinition``s, or an import path as
+    ``load_agents`` takes (default ``load_agents(settings.agents)``); ``client``: a Temporal client made with
     ``durable_agui.connect`` (default: one is connected on the first request). Every
     request body is checked (size, JSON) as ``create_app`` does; add ``RequestBodyCheck``
     to your app as well to refuse an over-long chunked body before it is read whole. With
@@ -75,14 +78,13 @@ def create_router(
 
     Raises:
         RuntimeError: settings that must not serve (``check_auth_settings``).
+        TypeError: ``agents`` of another kind.
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
     check_auth_settings(settings)
     context = ApiContext(
-        settings=settings,
-        agents=agents if agents is not None else load_agents(settings.agents),
-        client=client,
+        settings=settings, agents=agent_registry(agents, settings.agents), client=client
     )
     # Without authentication, loopback Host names only (as create_app's LoopbackHostOnly).
     hosts = [Depends(loopback_host_only)] if settings.auth == "none" else []
@@ -117,7 +119,7 @@ def _caller_errors(settings: Settings) -> dict[int, str]:
 def create_app(
     settings: Settings | None = None,
     *,
-    agents: AgentRegistry | None = None,
+    agents: AgentsArgument | None = None,
     client: Client | None = None,
 ) -> FastAPI:
     """The whole server: the API's routes (``create_router``), the page at ``/``,
@@ -128,6 +130,7 @@ def create_app(
 
     Raises:
         RuntimeError: settings that must not serve (``check_auth_settings``).
+        TypeError: ``agents`` of another kind (see ``create_router``).
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
@@ -198,6 +201,29 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
 
+    add_error_handlers(app)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        """A page to chat with the agents and answer their frontend tools."""
+        return FileResponse(STATIC / "index.html")
+
+    healthz_errors = _INVALID_HOST if settings.auth == "none" else {}
+
+    @app.get("/healthz", tags=["health"], responses=error_responses(healthz_errors))
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Install the API's error body on ``app``, as ``create_app`` does: a malformed request
+    (422 ``InvalidRequest``, the fields in ``errors``), an unknown route (404 ``NotFound``), a
+    method not allowed (405) and every other HTTP error answer
+    ``{"detail": {"type", "message"}}``. For an app of your own that includes
+    ``create_router``; it applies to the app's own routes as well."""
+
     @app.exception_handler(RequestValidationError)
     async def unprocessable(request: Request, err: RequestValidationError) -> Response:
         """422 ``InvalidRequest``, the fields in ``errors`` (FastAPI's list)."""
@@ -212,16 +238,3 @@ def create_app(
         """Every HTTP error in ``ErrorBody``: routes' own and Starlette's (an unknown path,
         a method not allowed)."""
         return error_response(err)
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        """A page to chat with the agents and answer their frontend tools."""
-        return FileResponse(STATIC / "index.html")
-
-    healthz_errors = _INVALID_HOST if settings.auth == "none" else {}
-
-    @app.get("/healthz", tags=["health"], responses=error_responses(healthz_errors))
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    return app

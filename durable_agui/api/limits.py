@@ -21,6 +21,7 @@ from jsonschema.validators import validator_for
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
+from durable_agui.agents.definition import normal_tool_name
 from durable_agui.api.errors import api_error, error_response
 from durable_agui.api.run_input import transcript_tail
 from durable_agui.core.contract import (
@@ -150,28 +151,36 @@ def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:
     """Refuse (422, ``InvalidTool``) frontend tools a model provider cannot take: a name
     outside ``TOOL_NAME``, a name declared twice, the name of one of the agent's backend
     tools, or ``parameters`` that are not a JSON Schema object (checked against the
-    schema's own meta-schema)."""
-    backend = agent.tool_names or set()  # a factory's tools are known per turn only
-    declared: set[str] = set()
+    schema's own meta-schema). Names are compared as Strands compares them, ``-`` and ``_``
+    being the same (``normal_tool_name``): Strands refuses an agent with both."""
+    # A factory's tools are known per turn only (run_turn gives them precedence).
+    backend = {normal_tool_name(name): name for name in agent.tool_names or set()}
+    declared: dict[str, str] = {}
     for tool in run_input.tools or []:
-        if tool.name in declared:
-            raise invalid(ErrorType.INVALID_TOOL, f"tool {_shown(tool.name)} is declared twice")
-        declared.add(tool.name)
-        _check_tool_name(tool.name, backend, agent.name)
+        normal = normal_tool_name(tool.name)
+        if normal in declared:
+            same = "" if declared[normal] == tool.name else f" (as {_shown(declared[normal])})"
+            raise invalid(
+                ErrorType.INVALID_TOOL, f"tool {_shown(tool.name)} is declared twice{same}"
+            )
+        declared[normal] = tool.name
+        _check_tool_name(tool.name, backend.get(normal), agent.name)
         _check_tool_parameters(tool.name, tool.parameters)
 
 
-def _check_tool_name(name: str, backend: set[str], agent_name: str) -> None:
+def _check_tool_name(name: str, backend_name: str | None, agent_name: str) -> None:
+    """``backend_name``: the agent's backend tool of the same normal name, if any."""
     if not TOOL_NAME.fullmatch(name):
         raise invalid(
             ErrorType.INVALID_TOOL,
             f"tool name {_shown(name)} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -",
         )
-    if name in backend:
+    if backend_name is not None:
         raise invalid(
             ErrorType.INVALID_TOOL,
-            f"tool {name!r} is a backend tool of agent {agent_name!r}; "
-            "a frontend tool needs another name",
+            f"tool {name!r} is a backend tool of agent {agent_name!r}"
+            + ("" if backend_name == name else f" (as {backend_name!r})")
+            + "; a frontend tool needs another name",
         )
 
 

@@ -18,6 +18,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from durable_agui.core.contract import ErrorType, ThreadState, event_from_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.core.settings import Settings
+from durable_agui.translation.open_parts import OpenParts
 
 logger = logging.getLogger(__name__)
 
@@ -64,18 +65,22 @@ async def run_event_frames(
     run still queued or in progress is then followed with the stream's long-poll from
     offsets that its events will reach, so every poll ends when the run's next event, at
     the latest its terminal one, is published. A finished run (or a client that already saw
-    its end) starts no poll. If reading fails, the stream ends with exactly one
-    ``RUN_ERROR`` (code ``StreamFailed``); the run itself goes on in its workflow.
+    its end) starts no poll. If reading fails, or the thread's workflow closes before the
+    run's end, the stream ends with exactly one ``RUN_ERROR`` (code ``StreamFailed``).
     """
     encoder = EventEncoder()
     handle = client.get_workflow_handle(workflow_id)
 
+    still_open = OpenParts()
+
     def frame(offset: int, data: dict[str, Any]) -> tuple[str, bool]:
         event = event_from_wire(data)
+        still_open.see(data)
         return f"id: {offset}\n{encoder.encode(event)}", event.type in TERMINAL_EVENTS
 
     offset = window.start
     end = window.end
+    message = ""
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             if offset < end:
@@ -101,6 +106,10 @@ async def run_event_frames(
                 yield text
                 if terminal:
                     return
+            # The stream ends only when the thread's workflow has closed: the run never will.
+            logger.error("thread %s closed before run %s ended", workflow_id, run_id)
+            message = "the thread ended before this run did (see the worker's log)"
+            break
         except Exception as err:  # the client must get a terminal event, whatever broke
             if attempt < READ_ATTEMPTS:
                 # A poll rejected in passing (a worker restart, a rollover): read on from the
@@ -109,11 +118,11 @@ async def run_event_frames(
                 await asyncio.sleep(0.2 * attempt)
                 continue
             logger.exception("reading events of run %s of %s failed", run_id, workflow_id)
-            failure = RunErrorEvent(
-                message="reading the run's events failed; reconnect with Last-Event-ID",
-                code=ErrorType.STREAM_FAILED,
-            )
-            yield encoder.encode(failure)
+            message = "reading the run's events failed; reconnect with Last-Event-ID"
+    for closing in still_open.ends():
+        yield encoder.encode(closing)
+    yield encoder.encode(RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED))
+
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:

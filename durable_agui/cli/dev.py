@@ -15,7 +15,7 @@ from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
 from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, until_stopped
-from durable_agui.cli.serve import listen, serve
+from durable_agui.cli.serve import listen, serve, served_agents
 from durable_agui.core.settings import Settings
 
 
@@ -28,6 +28,7 @@ def run_dev(settings: Settings, temporal_port: int, ui_port: int) -> None:
         RuntimeError: when the auth settings must not start (``check_auth_settings``).
     """
     check_auth_settings(settings)  # before anything starts or is written
+    agents = served_agents(settings)  # a broken agents module starts no Temporal server
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
     server = DevServer(
         settings.data_dir,
@@ -40,7 +41,9 @@ def run_dev(settings: Settings, temporal_port: int, ui_port: int) -> None:
     )
     with listen(settings) as api_socket, _only_dev_on(settings.data_dir):
         until_stopped(
-            "dev", lambda stopping: _run_dev(settings, server, api_socket, stopping), server.kill
+            "dev",
+            lambda stopping: _run_dev(settings, agents, server, api_socket, stopping),
+            server.kill,
         )
 
 
@@ -71,7 +74,11 @@ def _only_dev_on(data_dir: Path) -> Iterator[None]:
 
 
 async def _run_dev(
-    settings: Settings, server: DevServer, api_socket: socket.socket, stopping: Stopping
+    settings: Settings,
+    agents: AgentRegistry,
+    server: DevServer,
+    api_socket: socket.socket,
+    stopping: Stopping,
 ) -> None:
     """The dev server, then the worker and the API on it, until cancelled; then all stop.
 
@@ -93,6 +100,7 @@ async def _run_dev(
             with_worker=True,
             api_socket=api_socket,
             dev_server=server,
+            agents=agents,
             on_up=lambda agents: _say_dev_is_up(settings, server, agents),
         )
     finally:

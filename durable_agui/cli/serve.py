@@ -86,19 +86,20 @@ async def serve(
     with_worker: bool,
     api_socket: socket.socket | None,
     dev_server: DevServer | None = None,
+    agents: AgentRegistry | None = None,
     on_up: Callable[[AgentRegistry], None] = lambda agents: None,
 ) -> None:
     """Run the worker and/or the API (on ``api_socket``, bound) until cancelled, then stop
     both cleanly. Once the worker polls and the API answers ``GET /healthz``, prints one
-    line and calls ``on_up`` with the agents served. ``dev_server`` is watched: its process
-    ending ends the rest.
+    line and calls ``on_up`` with the agents served (``agents``, default loaded from
+    ``settings.agents``). ``dev_server`` is watched: its process ending ends the rest.
 
     Raises:
         CommandFailed: when the session store refuses, Temporal does not answer, a part does
             not start within ``SERVING_TIMEOUT_S``, or a part ends by itself.
         RuntimeError: when the auth settings must not start (``check_auth_settings``).
     """
-    agents = await _agents_and_store(settings, with_api=api_socket is not None)
+    agents = await _agents_and_store(settings, agents, with_api=api_socket is not None)
     client = await _connect(settings)
     # The API's own client gives up sooner (API_RETRY): a busy thread or an absent Temporal
     # is a 429 or 503 with Retry-After, not a request that hangs.
@@ -117,8 +118,22 @@ async def serve(
         await parts.stop()
 
 
-async def _agents_and_store(settings: Settings, *, with_api: bool) -> AgentRegistry:
-    """The agents to serve, once the session store is ready for them.
+def served_agents(settings: Settings) -> AgentRegistry:
+    """The agents ``settings.agents`` names.
+
+    Raises:
+        CommandFailed: one line naming the module, the attribute or the agent.
+    """
+    try:
+        return load_agents(settings.agents)
+    except AgentsNotLoaded as err:
+        raise CommandFailed(str(err)) from None
+
+
+async def _agents_and_store(
+    settings: Settings, agents: AgentRegistry | None, *, with_api: bool
+) -> AgentRegistry:
+    """The agents to serve (``agents``, or loaded), once the session store is ready.
 
     Raises:
         CommandFailed: the agents do not load, or the session store refuses.
@@ -126,10 +141,8 @@ async def _agents_and_store(settings: Settings, *, with_api: bool) -> AgentRegis
     """
     if with_api:
         check_auth_settings(settings)
-    try:
-        agents = load_agents(settings.agents)
-    except AgentsNotLoaded as err:
-        raise CommandFailed(str(err)) from None
+    if agents is None:
+        agents = served_agents(settings)
     try:
         await asyncio.to_thread(session_store(settings).prepare)
     except Exception as err:

@@ -11,7 +11,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from durable_agui import RequestBodyCheck, Settings, connect, create_router, load_agents
+from durable_agui import (
+    RequestBodyCheck,
+    Settings,
+    add_error_handlers,
+    connect,
+    create_router,
+)
 from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel
 from temporalio.client import Client
@@ -38,7 +44,9 @@ TemporalDep = Annotated[Client, Depends(temporal)]
 
 app = FastAPI(title="travel", lifespan=lifespan)
 app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
-app.include_router(create_router(settings, agents=load_agents("agents")), prefix="/ai")
+# agents: the import path of this folder's agents module (or a list of its definitions).
+app.include_router(create_router(settings, agents="agents"), prefix="/ai")
+add_error_handlers(app)  # every error as {"detail": {"type", "message"}}, as durable-agui's own
 
 
 class ReminderStarted(BaseModel):

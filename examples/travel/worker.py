@@ -8,22 +8,26 @@ from __future__ import annotations
 
 import asyncio
 
-from durable_agui import Settings, connect, load_agents, thread_activities, thread_workflows
-from temporalio.worker import Worker
+from durable_agui import Settings, connect, thread_activities, thread_workflows
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities import send_reminder
+from agents import AGENTS
 from workflows import ReminderWorkflow
 
 
 async def main() -> None:
     settings = Settings()  # DURABLE_AGUI_* from the environment
     client = await connect(settings)  # durable-agui's data converter, for both
-    agents = load_agents("agents")
     worker = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[ReminderWorkflow, *thread_workflows()],
-        activities=[send_reminder, *thread_activities(settings, agents)],
+        # The definitions themselves (an import path such as "agents" works too).
+        activities=[send_reminder, *thread_activities(settings, AGENTS)],
+        # As durable-agui's own workers: the thread workflow does no I/O, and the sandbox
+        # costs about a third of a turn's latency. Keep it if your own workflows want it.
+        workflow_runner=UnsandboxedWorkflowRunner(),
     )
     print(f"worker: serving task queue {settings.task_queue!r}", flush=True)
     await worker.run()

@@ -21,12 +21,14 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from durable_agui.activities.reconcile import ReconcileActivities
 from durable_agui.core.contract import (
     CancelRequest,
+    ErrorType,
     ReconcileInput,
     ReconcileOutput,
     ResumeAnswer,
@@ -166,8 +168,36 @@ async def cancel_during_reconcile(
     assert events[-1]["outcome"] == {"type": "cancelled"}, events[-1]
 
 
-SLOW_RECONCILE = {"cancel_during_reconcile"}
-"""Scenarios recorded with ``SlowReconcile`` in place of the real write."""
+class StoreAwayOnce(ReconcileActivities):
+    """A store away when a new thread first counts its session, back for the next run."""
+
+    failed = False
+
+    @activity.defn(name="count_session_messages")
+    async def count_session_messages(self, session_id: str) -> int:
+        if not StoreAwayOnce.failed:
+            StoreAwayOnce.failed = True
+            raise ApplicationError(
+                "the session store is unavailable",
+                type=ErrorType.SESSION_STORE_UNAVAILABLE,
+                non_retryable=True,
+            )
+        return await super().count_session_messages(session_id)
+
+
+async def first_count_fails(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """The count before a new thread's first turn fails: the run ends with RUN_ERROR, the
+    thread lives on, and its next run counts again and answers."""
+    await start_run(env.client, settings, thread, "r1", "hello", [])
+    events = await run_events(env.client, thread, "r1")
+    assert events[-1]["type"] == "RUN_ERROR", events[-1]
+    await start_run(env.client, settings, thread, "r2", "hello", [])
+    events = await run_events(env.client, thread, "r2")
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+
+
+SLOW_RECONCILE = {"cancel_during_reconcile": SlowReconcile, "first_count_fails": StoreAwayOnce}
+"""Scenarios recorded with another ``reconcile_session`` / ``count_session_messages``."""
 
 SCENARIOS: dict[str, Scenario] = {
     "round_trip": round_trip,
@@ -178,6 +208,7 @@ SCENARIOS: dict[str, Scenario] = {
     "continue_as_new": continue_as_new,
     "cancel": cancel,
     "cancel_during_reconcile": cancel_during_reconcile,
+    "first_count_fails": first_count_fails,
 }
 
 
@@ -203,10 +234,11 @@ async def record(name: str, scenario: Scenario) -> None:
             if name not in SLOW_RECONCILE:
                 worker = build_worker(env.client, settings)
             else:
-                # The real activities, the answers' write slowed down.
-                slow = SlowReconcile(settings)
+                # The real activities, the session store's side replaced.
+                slow = SLOW_RECONCILE[name](settings)
+                replaced = {"reconcile_session", "count_session_messages"}
                 activities = [
-                    slow.reconcile_session if a.__name__ == "reconcile_session" else a
+                    getattr(slow, a.__name__) if a.__name__ in replaced else a
                     for a in thread_activities(settings)
                 ]
                 worker = Worker(
