@@ -213,70 +213,112 @@ def check_definition(definition: AgentDefinition) -> None:
             f"agent {_shown(name)}: name must be 1-64 characters from A-Z a-z 0-9 _ . -, "
             "starting with a letter or digit"
         )
+    for check in _FIELD_CHECKS:
+        check(name, definition)
+    # A factory may return the tools; approvals are checked against them for each turn.
+    approvals = {} if definition.factory is not None else definition.approvals
+    check_tools(name, definition.tools, approvals)
 
-    def refuse(field_name: str, rule: str, value: Any) -> AgentDefinitionError:
-        return AgentDefinitionError(
-            f"agent {name!r}: {field_name} must be {rule}; got {_shown(value)}"
-        )
 
+def _refusal(agent: str, field_name: str, rule: str, value: Any) -> AgentDefinitionError:
+    return AgentDefinitionError(
+        f"agent {agent!r}: {field_name} must be {rule}; got {_shown(value)}"
+    )
+
+
+def _check_texts(agent: str, definition: AgentDefinition) -> None:
     if not isinstance(definition.description, str):
-        raise refuse("description", "a string", definition.description)
+        raise _refusal(agent, "description", "a string", definition.description)
     if definition.system_prompt is not None and not isinstance(definition.system_prompt, str):
-        raise refuse("system_prompt", "a string or None", definition.system_prompt)
+        raise _refusal(agent, "system_prompt", "a string or None", definition.system_prompt)
+
+
+def _check_model(agent: str, definition: AgentDefinition) -> None:
     model = definition.model
     if isinstance(model, str):
         try:
             check_model_spec(model)
         except ValueError as err:
-            raise AgentDefinitionError(f"agent {name!r}: model: {err}") from None
+            raise AgentDefinitionError(f"agent {agent!r}: model: {err}") from None
     elif model is not None and not isinstance(model, Model):
-        raise refuse("model", "a strands Model, a provider string or None", model)
+        raise _refusal(agent, "model", "a strands Model, a provider string or None", model)
+
+
+def _check_hooks(agent: str, definition: AgentDefinition) -> None:
     if not isinstance(definition.hooks, list | tuple):
-        raise refuse("hooks", "a list of Strands HookProvider objects", definition.hooks)
+        raise _refusal(agent, "hooks", "a list of Strands HookProvider objects", definition.hooks)
     for hook in definition.hooks:
         if not isinstance(hook, HookProvider):
-            raise refuse("hooks", "Strands HookProvider objects", hook)
+            raise _refusal(agent, "hooks", "Strands HookProvider objects", hook)
+
+
+def _check_conversation_manager(agent: str, definition: AgentDefinition) -> None:
     manager = definition.conversation_manager
-    if manager is not None:
-        if not isinstance(manager, ConversationManager):
-            raise refuse("conversation_manager", "a Strands ConversationManager", manager)
-        try:
-            copy.deepcopy(manager)  # one copy per turn: it keeps per-conversation state
-        except Exception as err:
-            raise AgentDefinitionError(
-                f"agent {name!r}: conversation_manager cannot be copied for each turn: "
-                f"{type(err).__name__}: {str(err)[:120]}"
-            ) from None
-    if definition.state is not None:
-        if not isinstance(definition.state, Mapping):
-            raise refuse("state", "a JSON object (a dict) or None", definition.state)
-        try:
-            json.dumps(dict(definition.state), allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise AgentDefinitionError(
-                f"agent {name!r}: state must be JSON-serialisable: {str(err)[:120]}"
-            ) from None
+    if manager is None:
+        return
+    if not isinstance(manager, ConversationManager):
+        raise _refusal(agent, "conversation_manager", "a Strands ConversationManager", manager)
+    try:
+        copy.deepcopy(manager)  # one copy per turn: it keeps per-conversation state
+    except Exception as err:
+        raise AgentDefinitionError(
+            f"agent {agent!r}: conversation_manager cannot be copied for each turn: "
+            f"{type(err).__name__}: {str(err)[:120]}"
+        ) from None
+
+
+def _check_state(agent: str, definition: AgentDefinition) -> None:
+    if definition.state is None:
+        return
+    if not isinstance(definition.state, Mapping):
+        raise _refusal(agent, "state", "a JSON object (a dict) or None", definition.state)
+    try:
+        json.dumps(dict(definition.state), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise AgentDefinitionError(
+            f"agent {agent!r}: state must be JSON-serialisable: {str(err)[:120]}"
+        ) from None
+
+
+def _check_factory_and_approvals(agent: str, definition: AgentDefinition) -> None:
     factory = definition.factory
     if factory is not None and (not callable(factory) or inspect.iscoroutinefunction(factory)):
-        raise refuse("factory", "a function (not async) of a TurnContext, or None", factory)
+        raise _refusal(
+            agent, "factory", "a function (not async) of a TurnContext, or None", factory
+        )
     if not isinstance(definition.approvals, Mapping):
-        raise refuse("approvals", "a dict of tool name to ApprovalRule", definition.approvals)
+        raise _refusal(
+            agent, "approvals", "a dict of tool name to ApprovalRule", definition.approvals
+        )
     for tool_name, rule in definition.approvals.items():
         if not isinstance(rule, ApprovalRule):
-            raise refuse(f"approvals[{tool_name!r}]", "an ApprovalRule", rule)
-    if not isinstance(definition.agent_kwargs, Mapping):
-        raise refuse("agent_kwargs", "a dict of strands.Agent arguments", definition.agent_kwargs)
-    check_agent_arguments(name, definition.agent_kwargs)
-    own = sorted(FIELDS & set(definition.agent_kwargs))
+            raise _refusal(agent, f"approvals[{tool_name!r}]", "an ApprovalRule", rule)
+
+
+def _check_agent_kwargs(agent: str, definition: AgentDefinition) -> None:
+    kwargs = definition.agent_kwargs
+    if not isinstance(kwargs, Mapping):
+        raise _refusal(agent, "agent_kwargs", "a dict of strands.Agent arguments", kwargs)
+    check_agent_arguments(agent, kwargs)
+    own = sorted(FIELDS & set(kwargs))
     if own:
         raise AgentDefinitionError(
-            f"agent {name!r}: agent_kwargs sets {', '.join(own)}: use the definition's field"
+            f"agent {agent!r}: agent_kwargs sets {', '.join(own)}: use the definition's field"
         )
-    check_tool_loaders(name, definition.agent_kwargs)
-    check_trace_attributes(name, definition.agent_kwargs.get("trace_attributes"))
-    # A factory may return the tools; approvals are checked against them for each turn.
-    approvals = {} if factory is not None else definition.approvals
-    check_tools(name, definition.tools, approvals)
+    check_tool_loaders(agent, kwargs)
+    check_trace_attributes(agent, kwargs.get("trace_attributes"))
+
+
+_FIELD_CHECKS = (
+    _check_texts,
+    _check_model,
+    _check_hooks,
+    _check_conversation_manager,
+    _check_state,
+    _check_factory_and_approvals,
+    _check_agent_kwargs,
+)
+"""Each field's check, in the order the refusals are tried (tools last: ``check_tools``)."""
 
 
 def check_tools(agent: str, tools: Any, approvals: Mapping[str, Any]) -> None:

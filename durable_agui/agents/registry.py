@@ -54,27 +54,34 @@ def _agents_of(target: Any, where: str) -> list[AgentDefinition]:
     if isinstance(target, AgentDefinition):
         return [target]
     if isinstance(target, ModuleType):
-        # AGENTS only: a module's ``agents`` may be anything (``import agents``, the OpenAI
-        # Agents SDK), and an empty AGENTS means no agents, not "look for some".
-        declared = getattr(target, "AGENTS", None)
-        if declared is not None:
-            return _agents_of(declared, f"{where}:AGENTS")
-        found = [value for value in vars(target).values() if isinstance(value, AgentDefinition)]
-        if not found:
-            raise AgentsNotLoaded(f"{where} defines no durable_agui.AgentDefinition")
-        return found
+        return _agents_of_module(target, where)
     if isinstance(target, Mapping):
-        for key, agent in target.items():
-            # The key is not a second name: POST /agents/<name> serves the definition's.
-            if isinstance(agent, AgentDefinition) and key != agent.name:
-                raise AgentsNotLoaded(
-                    f"{where}: key {key!r} holds agent {agent.name!r}; a key must be its "
-                    "agent's name"
-                )
-        return list(target.values())
+        return _agents_of_mapping(target, where)
     if isinstance(target, Iterable) and not isinstance(target, str | bytes):
         return list(target)
     raise AgentsNotLoaded(f"{where} is not an AgentDefinition or a collection of them")
+
+
+def _agents_of_module(module: ModuleType, where: str) -> list[AgentDefinition]:
+    # AGENTS only: a module's ``agents`` may be anything (``import agents``, the OpenAI
+    # Agents SDK), and an empty AGENTS means no agents, not "look for some".
+    declared = getattr(module, "AGENTS", None)
+    if declared is not None:
+        return _agents_of(declared, f"{where}:AGENTS")
+    found = [value for value in vars(module).values() if isinstance(value, AgentDefinition)]
+    if not found:
+        raise AgentsNotLoaded(f"{where} defines no durable_agui.AgentDefinition")
+    return found
+
+
+def _agents_of_mapping(agents: Mapping[Any, Any], where: str) -> list[AgentDefinition]:
+    for key, agent in agents.items():
+        # The key is not a second name: POST /agents/<name> serves the definition's.
+        if isinstance(agent, AgentDefinition) and key != agent.name:
+            raise AgentsNotLoaded(
+                f"{where}: key {key!r} holds agent {agent.name!r}; a key must be its agent's name"
+            )
+    return list(agents.values())
 
 
 def load_agents(path: str | None = None) -> AgentRegistry:

@@ -68,44 +68,18 @@ async def run_event_frames(
     its end) starts no poll. If reading fails, or the thread's workflow closes before the
     run's end, the stream ends with exactly one ``RUN_ERROR`` (code ``StreamFailed``).
     """
-    encoder = EventEncoder()
-    handle = client.get_workflow_handle(workflow_id)
-
-    still_open = OpenParts()
-
-    def frame(offset: int, data: dict[str, Any]) -> tuple[str, bool]:
-        event = event_from_wire(data)
-        still_open.see(data)
-        return f"id: {offset}\n{encoder.encode(event)}", event.type in TERMINAL_EVENTS
-
-    offset = window.start
-    end = window.end
+    reader = _RunReader(client, settings, workflow_id, run_id, window)
     message = ""
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
-            if offset < end:
-                state = await read_thread(handle, None)
-                for item in await read_run_events(client, handle, state, run_id, offset):
-                    text, terminal = frame(item.offset, item.data)
-                    offset = item.offset + 1
-                    yield text
-                    if terminal:
-                        return
-                offset = max(offset, min(end, state.stream_end))
-            if window.finished:
-                return
-            stream = WorkflowStreamClient.create(client, workflow_id)
-            async for streamed in stream.subscribe(
-                [run_topic(run_id)],
-                from_offset=max(offset, end),
-                poll_cooldown=timedelta(milliseconds=settings.stream_poll_cooldown_ms),
-            ):
-                text, terminal = frame(streamed.offset, streamed.data)
-                offset = streamed.offset + 1
-                end = max(end, offset)
+            async for text in reader.retained():
                 yield text
-                if terminal:
-                    return
+            if reader.ended or window.finished:
+                return
+            async for text in reader.followed():
+                yield text
+            if reader.ended:
+                return
             # The stream ends only when the thread's workflow has closed: the run never will.
             logger.error("thread %s closed before run %s ended", workflow_id, run_id)
             message = "the thread ended before this run did (see the worker's log)"
@@ -119,10 +93,70 @@ async def run_event_frames(
                 continue
             logger.exception("reading events of run %s of %s failed", run_id, workflow_id)
             message = "reading the run's events failed; reconnect with Last-Event-ID"
-    for closing in still_open.ends():
-        yield encoder.encode(closing)
-    yield encoder.encode(RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED))
+    for text in reader.cut_short(message):
+        yield text
 
+
+class _RunReader:
+    """One run's events as SSE frames, from where the last read stopped (``offset``)."""
+
+    def __init__(
+        self,
+        client: Client,
+        settings: Settings,
+        workflow_id: str,
+        run_id: str,
+        window: RunWindow,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+        self.offset = window.start
+        self.end = window.end
+        self.ended = False
+        self.encoder = EventEncoder()
+        self.still_open = OpenParts()
+
+    def frame(self, offset: int, data: dict[str, Any]) -> str:
+        event = event_from_wire(data)
+        self.still_open.see(data)
+        self.offset = offset + 1
+        self.end = max(self.end, self.offset)
+        self.ended = event.type in TERMINAL_EVENTS
+        return f"id: {offset}\n{self.encoder.encode(event)}"
+
+    async def retained(self) -> AsyncIterator[str]:
+        """What the stream already holds below ``end``, read at once (no long-poll)."""
+        if self.offset >= self.end:
+            return
+        handle = self.client.get_workflow_handle(self.workflow_id)
+        state = await read_thread(handle, None)
+        for item in await read_run_events(self.client, handle, state, self.run_id, self.offset):
+            yield self.frame(item.offset, item.data)
+            if self.ended:
+                return
+        self.offset = max(self.offset, min(self.end, state.stream_end))
+
+    async def followed(self) -> AsyncIterator[str]:
+        """The run's next events as they are published, until its terminal one."""
+        stream = WorkflowStreamClient.create(self.client, self.workflow_id)
+        async for streamed in stream.subscribe(
+            [run_topic(self.run_id)],
+            from_offset=max(self.offset, self.end),
+            poll_cooldown=timedelta(milliseconds=self.settings.stream_poll_cooldown_ms),
+        ):
+            yield self.frame(streamed.offset, streamed.data)
+            if self.ended:
+                return
+
+    def cut_short(self, message: str) -> list[str]:
+        """The frames that end a stream cut short: what it left open, then ``RUN_ERROR``."""
+        closing = [
+            *self.still_open.ends(),
+            RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED),
+        ]
+        return [self.encoder.encode(event) for event in closing]
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
