@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -220,3 +221,30 @@ def result_block(native_id: str, status: str, *texts: str) -> dict[str, Any]:
             "content": [{"text": text} for text in texts],
         }
     }
+
+
+OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]
+
+
+async def stream_run(
+    http: httpx.AsyncClient, url: str, on_events: OnEvents, **request: Any
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Read an SSE stream as it arrives, calling ``on_events`` after each frame.
+
+    Returns the events and their ``id:`` offsets.
+    """
+    events: list[dict[str, Any]] = []
+    ids: list[int] = []
+    buffer = ""
+    async with http.stream(request.pop("method", "POST"), url, **request) as response:
+        assert response.status_code == 200
+        async for chunk in response.aiter_text():
+            buffer += chunk
+            while "\n\n" in buffer:
+                frame, buffer = buffer.split("\n\n", 1)
+                for line in frame.split("\n"):
+                    if line.startswith("id: "):
+                        ids.append(int(line[4:]))
+                events += parse_sse(frame + "\n\n")
+                await on_events(events)
+    return events, ids

@@ -21,6 +21,7 @@ from tests.support import (
     post_run,
     run_input,
     store_snapshot,
+    stream_run,
     text_of,
 )
 
@@ -202,13 +203,22 @@ async def test_two_runs_at_once_are_queued_never_interleaved(
 ) -> None:
     first = {"id": "u-a", "role": "user", "content": "first"}
     second = {"id": "u-b", "role": "user", "content": "second"}
-    run_a = asyncio.create_task(post_run(http, "demo", run_input("t-queue", "ra", [first], [])))
-    await asyncio.sleep(0.05)  # a double click
-    run_b = asyncio.create_task(
-        post_run(http, "demo", run_input("t-queue", "rb", [first, second], []))
+    started = asyncio.Event()
+
+    async def on_events(events: list[dict[str, Any]]) -> None:
+        started.set()
+
+    body_a = run_input("t-queue", "ra", [first], [])
+    run_a = asyncio.create_task(stream_run(http, "/agents/demo", on_events, json=body_a))
+    # A double click: the second run is sent once the thread has taken the first (its
+    # stream has begun), so the first is the one the thread runs first.
+    await asyncio.wait_for(started.wait(), 60)
+    status_b, events_b = await post_run(
+        http, "demo", run_input("t-queue", "rb", [first, second], [])
     )
-    (status_a, events_a), (status_b, events_b) = await asyncio.gather(run_a, run_b)
-    assert status_a == status_b == 200
+    events_a, _ = await run_a
+    check_stream(events_a)
+    assert status_b == 200
     assert text_of(events_a) == "echo: first" and text_of(events_b) == "echo: second"
     stored = persisted_messages(running_stack.store, "t-queue")
     texts = [(m["role"], m["content"][0]["text"]) for m in stored]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,36 +29,12 @@ from tests.support import (
     post_run,
     rebuilt_history,
     run_input,
+    stream_run,
     text_of,
     tool_uses,
 )
 
 SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
-OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]
-
-
-async def stream_run(
-    http: httpx.AsyncClient, url: str, on_events: OnEvents, **request: Any
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """Read an SSE stream as it arrives, calling ``on_events`` after each frame.
-
-    Returns the events and their ``id:`` offsets.
-    """
-    events: list[dict[str, Any]] = []
-    ids: list[int] = []
-    buffer = ""
-    async with http.stream(request.pop("method", "POST"), url, **request) as response:
-        assert response.status_code == 200
-        async for chunk in response.aiter_text():
-            buffer += chunk
-            while "\n\n" in buffer:
-                frame, buffer = buffer.split("\n\n", 1)
-                for line in frame.split("\n"):
-                    if line.startswith("id: "):
-                        ids.append(int(line[4:]))
-                events += parse_sse(frame + "\n\n")
-                await on_events(events)
-    return events, ids
 
 
 def after_retry(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
