@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import MEDIA_LIMIT
 from tests.media_server import BIG, PDF, PNG_BASE64, MediaServer
 from tests.stack import DevStack
-from tests.support import persisted_messages, post_run, run_input, text_of
+from tests.support import CONFIRM_BOOKING, persisted_messages, post_run, run_input, text_of
 
 PDF_BASE64 = base64.b64encode(PDF).decode("ascii")
 SOUND = base64.b64encode(b"RIFF....WAVEfmt ").decode("ascii")
@@ -199,3 +199,22 @@ async def test_url_sources_are_refused_while_fetching_is_off(running_stack: DevS
         assert "messages[0].content[1].source" in detail["message"]
         assert "does not fetch" in detail["message"]
         assert (await client.get("/threads/t-no-fetch")).status_code == 404
+
+
+async def test_a_fetched_part_sent_while_a_call_is_pending_joins_the_closed_call(
+    http: httpx.AsyncClient, media_stack: DevStack, media_server: MediaServer
+) -> None:
+    call = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"XY1"}'}
+    status, events = await post_run(
+        http, "demo", run_input("t-abandon", "r1", [call], [CONFIRM_BOOKING])
+    )
+    assert status == 200 and events[-1]["outcome"]["pendingToolCallIds"], events[-1]
+    part = url_part("image", media_server.url("/cat.png"))
+    status, events = await post_run(
+        http, "demo", run_input("t-abandon", "r2", [call, user("u2", part)], [CONFIRM_BOOKING])
+    )
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+    stored = persisted_messages(media_stack.store, "t-abandon")[2]["content"]
+    assert [next(iter(block)) for block in stored] == ["toolResult", "text", "image"]
+    listed = (await http.get("/threads/t-abandon/messages")).json()["messages"]
+    assert listed[-2]["content"][1] == data_part("image", PNG_BASE64, "image/png")
