@@ -96,8 +96,10 @@ async def _fetched_part(
         raise _fetch_failed(
             where, f"no answer within {settings.media_fetch_timeout_s:g} s"
         ) from None
-    except httpx.HTTPError as err:
-        raise _fetch_failed(where, type(err).__name__) from None
+    except httpx.TimeoutException:
+        raise _fetch_failed(where, "the server did not answer in time") from None
+    except httpx.HTTPError:  # the message names no exception (README: Errors)
+        raise _fetch_failed(where, "the server could not be reached") from None
     mime = source.get("mimeType") or served_type or ""
     media_format(str(part["type"]), mime, f"{where}.source")
     value = base64.b64encode(data).decode("ascii")
