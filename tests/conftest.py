@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.settings import Settings
 from tests.fresh_venv import ProjectStack, Venv, copy_checkout
+from tests.media_server import MediaServer
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
 from tests.stack import (
     ALL_STORES,
@@ -120,6 +121,41 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack
     # A model that takes a moment per turn, so that runs can overlap.
     slow_model = {"DURABLE_AGUI_OFFLINE_FIRST_CHUNK_DELAY_MS": "300"}
     stack = DevStack(folder / "data", folder / "dev.log", env=slow_model)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def media_server() -> Iterator[MediaServer]:
+    """A real HTTP server on 127.0.0.1 serving media (``tests/media_server.py``)."""
+    server = MediaServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+MEDIA_LIMIT = 20_000
+"""``DURABLE_AGUI_MAX_MEDIA_BYTES`` of ``media_stack``."""
+
+
+@pytest.fixture(scope="module", params=STORES)
+def media_stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    """A running ``durable-agui dev`` stack on each session store in turn that fetches media
+    from 127.0.0.1 and localhost (``media_server``), with a media limit of ``MEDIA_LIMIT``."""
+    folder = tmp_path_factory.mktemp(f"media-{request.param}")
+    env = {
+        **store_env(request, request.param),
+        "DURABLE_AGUI_MEDIA_FETCH_HOSTS": '["127.0.0.1", "localhost"]',
+        "DURABLE_AGUI_MAX_MEDIA_BYTES": str(MEDIA_LIMIT),
+    }
+    stack = DevStack(folder / "data", folder / "dev.log", env=env)
     stack.start()
     try:
         yield stack

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from strands import Agent, tool
 
-from durable_agui.agents.offline_model import OfflineModel, plan_reply
+from durable_agui.agents.offline_model import OfflineModel, plan_reply, reasoning_signature
 
 
 def test_echo_when_no_call_lines() -> None:
@@ -68,3 +68,32 @@ def test_malformed_call_line_is_echoed() -> None:
     text, calls = plan_reply([{"role": "user", "content": [{"text": "call x {not json}"}]}])
     assert calls == []
     assert text == "echo: call x {not json}"
+
+
+def test_think_lines_become_reasoning_blocks_before_the_answer() -> None:
+    agent = Agent(model=OfflineModel(), callback_handler=None)
+    result = agent("think about flights\nthink-redacted s3cret\nhello")
+    assert str(result).strip() == "echo: think about flights\nthink-redacted s3cret\nhello"
+    blocks = agent.messages[1]["content"]
+    assert blocks[0] == {
+        "reasoningContent": {
+            "reasoningText": {
+                "text": "about flights",
+                "signature": reasoning_signature("about flights"),
+            }
+        }
+    }
+    assert blocks[1] == {"reasoningContent": {"redactedContent": b"s3cret"}}
+    assert "text" in blocks[2]
+
+
+def test_no_reasoning_after_tool_results() -> None:
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    agent = Agent(model=OfflineModel(), tools=[ping], callback_handler=None)
+    agent("think first\ncall ping {}")
+    assert "reasoningContent" in agent.messages[1]["content"][0]
+    assert all("reasoningContent" not in block for block in agent.messages[3]["content"])

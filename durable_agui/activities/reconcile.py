@@ -11,6 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import (
     SessionPatchError,
     holds_result,
@@ -172,6 +173,9 @@ class ReconcileActivities:
         """
         with store_errors_as_application_errors():
             async with heartbeating():
+                if request.user_messages:  # joins the results: its media checked and fetched
+                    resolved = await resolve_media(request.user_messages, self._settings)
+                    request = request.model_copy(update={"user_messages": resolved})
                 try:
                     return await asyncio.to_thread(self._reconcile, request)
                 except _REPORTED:

@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.heartbeat import heartbeating
+from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.store_errors import store_errors_as_application_errors
@@ -269,6 +270,8 @@ class TurnActivities:
                 definition's arguments, or a tool that needs approval is not its placeholder
                 once the agent is built.
         """
+        # Media first: a part the turn cannot take fails it before anything runs or is stored.
+        user_messages = await resolve_media(turn.user_messages, self._settings)
         if turn.approved:
             await self._run_approved(turn, built, session, events, translator)
         try:
@@ -296,7 +299,7 @@ class TurnActivities:
         async def stream() -> str:
             reason = "unknown"
             first = True
-            async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
+            async for strands_event in agent.stream_async(prompt_blocks(user_messages)):
                 for event in translator.feed(strands_event):
                     events.publish(event, flush_now=first)
                     first = False

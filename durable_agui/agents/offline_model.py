@@ -9,6 +9,11 @@ Behaviour (documented in the README, relied on by the tests):
 - Otherwise, when the latest user text has lines ``call <tool> <json object>``, it calls
   those tools, in order, in one assistant message (several lines are parallel calls).
 - Otherwise it answers ``echo: <text>``.
+- Before its answer (text or calls), each line ``think <text>`` of the latest user text
+  becomes a reasoning block streamed with that text and a signature
+  (``offline-<16 hex digits of its SHA-256>``), each line ``think-redacted <text>`` a
+  redacted reasoning block holding the UTF-8 bytes of ``<text>``, in order. The answer
+  itself is unchanged (the echo includes those lines).
 
 Text is streamed word by word. ``first_chunk_delay_ms`` and ``chunk_delay_ms`` make a turn
 look like a real model's (the benchmark uses 200 ms and 10 ms).
@@ -17,11 +22,12 @@ look like a real model's (the benchmark uses 200 ms and 10 ms).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 from strands.models.model import Model
@@ -32,6 +38,7 @@ from strands.types.tools import ToolSpec
 T = TypeVar("T", bound=BaseModel)
 
 _CALL_LINE = re.compile(r"^\s*call\s+([A-Za-z0-9_.-]+)\s+(\{.*\})\s*$")
+_THINK_LINE = re.compile(r"^\s*think(-redacted)?\s+(.*?)\s*$")
 
 
 def _render_result_content(blocks: list[Any]) -> str:
@@ -98,6 +105,26 @@ def plan_reply(messages: Messages) -> tuple[str | None, list[tuple[str, dict[str
     return f"echo: {text}", []
 
 
+def plan_reasoning(messages: Messages) -> list[tuple[str, bool]]:
+    """The reasoning blocks the offline model streams before its reply, each
+    ``(text, redacted)``: one per ``think`` / ``think-redacted`` line of the latest user text
+    (none when that message carries tool results)."""
+    if not messages or any("toolResult" in block for block in messages[-1]["content"]):
+        return []
+    text = "\n".join(block["text"] for block in messages[-1]["content"] if "text" in block)
+    blocks: list[tuple[str, bool]] = []
+    for line in text.splitlines():
+        match = _THINK_LINE.match(line)
+        if match and match.group(2):
+            blocks.append((match.group(2), match.group(1) is not None))
+    return blocks
+
+
+def reasoning_signature(text: str) -> str:
+    """The signature the offline model gives its reasoning ``text``."""
+    return "offline-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 class OfflineModel(Model):
     """A real Strands ``Model`` whose replies follow the rules in this module's docstring."""
 
@@ -129,6 +156,28 @@ class OfflineModel(Model):
         if delay > 0:
             await asyncio.sleep(delay / 1000)
 
+    async def _reasoning_block(
+        self, index: int, thought: str, redacted: bool
+    ) -> AsyncIterable[StreamEvent]:
+        """One reasoning content block: redacted bytes, or text word by word and a
+        signature."""
+        yield {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
+        deltas: list[dict[str, Any]] = (
+            [{"redactedContent": thought.encode("utf-8")}]
+            if redacted
+            else [{"text": word} for word in re.findall(r"\S+\s*|\s+", thought)]
+            + [{"signature": reasoning_signature(thought)}]
+        )
+        for delta in deltas:
+            await self._pause("chunk_delay_ms")
+            yield {
+                "contentBlockDelta": {
+                    "contentBlockIndex": index,
+                    "delta": {"reasoningContent": cast(Any, delta)},
+                }
+            }
+        yield {"contentBlockStop": {"contentBlockIndex": index}}
+
     async def stream(
         self,
         messages: Messages,
@@ -140,6 +189,10 @@ class OfflineModel(Model):
         await self._pause("first_chunk_delay_ms")
         yield {"messageStart": {"role": "assistant"}}
         index = 0
+        for thought, redacted in plan_reasoning(messages):
+            async for event in self._reasoning_block(index, thought, redacted):
+                yield event
+            index += 1
         if text is not None:
             yield {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
             words = re.findall(r"\S+\s*|\s+", text) or [""]

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from durable_agui.agents import AgentDefinition
 from durable_agui.agents.definition import normal_tool_name
 from durable_agui.api.errors import api_error, error_response
-from durable_agui.api.run_input import transcript_tail
+from durable_agui.api.run_input import content_json, transcript_tail
 from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
     MAX_MESSAGE_ID,
@@ -34,6 +34,7 @@ from durable_agui.core.contract import (
     ToolResult,
 )
 from durable_agui.core.settings import Settings
+from durable_agui.translation import ContentRefused, check_user_part
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Tool names every model provider accepts (the strictest common rule, e.g. Bedrock's)."""
@@ -145,6 +146,29 @@ def _is_empty(content: str | list[Any]) -> bool:
         (part == "") if isinstance(part, str) else (getattr(part, "text", None) == "")
         for part in parts
     )
+
+
+def check_media(run_input: RunAgentInput, settings: Settings) -> None:
+    """Refuse a user content part no Strands block represents, or that the server may not
+    fetch, naming its field (``messages[2].content[1].source``): 422 ``UnsupportedContent``
+    or ``MediaUrlNotAllowed``, 413 ``MediaTooLarge`` over ``max_media_bytes``
+    (``check_user_part``). Only the transcript's tail is checked, as in
+    ``check_user_content``; the turn checks again."""
+    start = len(run_input.messages) - len(transcript_tail(run_input.messages))
+    for position, message in enumerate(run_input.messages[start:], start):
+        if not isinstance(message, UserMessage) or isinstance(message.content, str):
+            continue
+        parts = content_json(message.content)
+        for index, part in enumerate(parts if isinstance(parts, list) else []):
+            try:
+                check_user_part(
+                    part,
+                    f"messages[{position}].content[{index}]",
+                    settings.max_media_bytes,
+                    settings.media_fetch_hosts,
+                )
+            except ContentRefused as refused:
+                raise api_error(refused.status, refused.error_type, refused.message) from None
 
 
 def check_tools(run_input: RunAgentInput, agent: AgentDefinition) -> None:

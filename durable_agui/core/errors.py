@@ -47,6 +47,17 @@ class ErrorType(StrEnum):
     RECONCILE_FAILED = "ReconcileFailed"
     """Writing the answers failed for a reason retrying would not change; the answers stay
     recorded and the next run writes them again."""
+    UNSUPPORTED_CONTENT = "UnsupportedContent"
+    """A user content part no Strands content block represents (a media type or format the
+    model cannot take, a provider file handle, data that is not base64): 422, never dropped."""
+    MEDIA_URL_NOT_ALLOWED = "MediaUrlNotAllowed"
+    """A media part's URL source while fetching is off, or for a host, scheme or redirect
+    the deployment does not allow (422)."""
+    MEDIA_TOO_LARGE = "MediaTooLarge"
+    """A media part over ``Settings.max_media_bytes`` (413; in a turn, a fetched one)."""
+    MEDIA_FETCH_FAILED = "MediaFetchFailed"
+    """Fetching an allowed media URL failed in the turn (an HTTP error, a timeout); nothing
+    was persisted."""
     THREAD_READ = "ThreadRead"
     """Not an error: the ``read_thread`` update's validator refuses with the thread's state
     as its details, so reads never leave a trace in history (see ``read_thread``)."""
@@ -125,6 +136,10 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
         ErrorType.MODEL_FAILED,
         ErrorType.RECONCILE_VERIFY_FAILED,
         ErrorType.RECONCILE_FAILED,
+        ErrorType.UNSUPPORTED_CONTENT,
+        ErrorType.MEDIA_URL_NOT_ALLOWED,
+        ErrorType.MEDIA_TOO_LARGE,
+        ErrorType.MEDIA_FETCH_FAILED,
         ErrorType.THREAD_READ,
     }
 )

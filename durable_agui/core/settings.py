@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -101,6 +101,17 @@ class Settings(BaseSettings):
     max_tool_result_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
     """Largest single tool result (UTF-8 bytes of its content and error); 413 above."""
 
+    max_media_bytes: int = Field(default=5_000_000, ge=1_000, le=50_000_000)
+    """Largest image, audio, video or document one user content part may carry (decoded
+    bytes), inline or fetched; 413 above. Inline data also counts toward
+    ``max_request_bytes`` (as base64, 4/3 of its size)."""
+    media_fetch_hosts: list[str] = Field(default_factory=list)
+    """Hosts whose URL media sources a turn fetches, as JSON: ``'["cdn.example.com"]'``
+    (an entry ``host:port`` allows that port only). Empty (the default): fetching is off and
+    a URL source is refused with 422. Only ``https``, except for loopback hosts."""
+    media_fetch_timeout_s: float = Field(default=10.0, gt=0, le=60)
+    """Longest one media fetch may take, redirects included (seconds)."""
+
     answer_timeout_s: float = 24 * 3600
     """How long a frontend call or approval waits for its answer before it is closed with an
     explicit "no answer" result (seconds). Applies to threads started afterwards."""
@@ -126,6 +137,14 @@ class Settings(BaseSettings):
     """How long an activity buffers AG-UI events before publishing them to the workflow."""
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
+
+    @field_validator("media_fetch_hosts")
+    @classmethod
+    def _lowercase_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if not host or "/" in host or "@" in host or host != host.strip():
+                raise ValueError(f"{host!r} is not a host name (host or host:port)")
+        return [host.lower() for host in hosts]
 
     @property
     def sessions_dir(self) -> Path:

@@ -5,7 +5,13 @@ thread's stored history as AG-UI messages.
 The API, the activities and the command line import it; it imports neither of them.
 """
 
-from durable_agui.translation.content import agui_content, render_tool_result, user_content_blocks
+from durable_agui.translation.content import (
+    ContentRefused,
+    agui_content,
+    check_user_part,
+    render_tool_result,
+    user_content_blocks,
+)
 from durable_agui.translation.events import TurnTranslator
 from durable_agui.translation.tool_results import (
     PLACEHOLDER_TEXT,
@@ -21,8 +27,10 @@ from durable_agui.translation.transcript import (
 
 __all__ = [
     "PLACEHOLDER_TEXT",
+    "ContentRefused",
     "TurnTranslator",
     "agui_content",
+    "check_user_part",
     "is_placeholder",
     "render_tool_result",
     "split_tool_result",

@@ -1,9 +1,10 @@
 """Translating a Strands agent's stream into AG-UI events, minting wire ids on the way.
 
-Strands yields ``{"data": ...}`` for text deltas and ``{"message": ...}`` for each finished
-message (the model's, then the one holding tool results). The translator turns them into
-``TEXT_MESSAGE_*``, ``TOOL_CALL_START/ARGS/END`` and, for backend tools only,
-``TOOL_CALL_RESULT``. The placeholder result of a frontend or approval call is never
+Strands yields ``{"data": ...}`` for text deltas, ``{"event": ...}`` for each raw model
+chunk (reasoning is read from those) and ``{"message": ...}`` for each finished message
+(the model's, then the one holding tool results). The translator turns them into
+``TEXT_MESSAGE_*``, ``REASONING_*`` (``reasoning.py``), ``TOOL_CALL_START/ARGS/END`` and, for
+backend tools only, ``TOOL_CALL_RESULT``. The placeholder result of a frontend or approval call is never
 translated: the client owns that call, and its answer arrives in a later run.
 """
 
@@ -36,6 +37,7 @@ from durable_agui.core.contract import (
     ToolKind,
 )
 from durable_agui.translation.content import render_tool_result
+from durable_agui.translation.reasoning import ReasoningStream
 
 MAX_ARGS_IN_STATE = 16_384
 """Arguments of one open call larger than this (JSON characters) stay out of workflow state
@@ -104,6 +106,7 @@ class TurnTranslator:
         self._approvals = approvals
         self._text_message_id: str | None = None
         self._messages = 0
+        self._reasoning = ReasoningStream(self._next_message_id)
         self.tool_calls: list[ToolCallRecord] = []
         self.not_offered: list[ToolCallRecord] = []
         self._wire_ids: dict[str, str] = {}
@@ -137,6 +140,9 @@ class TurnTranslator:
         """Translate one Strands stream event into zero or more AG-UI events."""
         if isinstance(event.get("data"), str) and "delta" in event:
             return self._on_text(event["data"])
+        chunk = event.get("event")
+        if isinstance(chunk, dict):
+            return self._on_chunk(chunk)
         message = event.get("message")
         if isinstance(message, dict):
             if message.get("role") == "assistant":
@@ -147,12 +153,24 @@ class TurnTranslator:
 
     def finish(self) -> list[BaseEvent]:
         """Close whatever is still open at the end of the turn."""
-        return self._close_text()
+        return self._reasoning.close() + self._close_text()
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> list[BaseEvent]:
+        """Reasoning, from the raw chunks: its deltas, the end of its block, the end of the
+        model's message (text deltas and tool uses arrive as their own events)."""
+        delta = chunk.get("contentBlockDelta", {}).get("delta", {})
+        if isinstance(delta.get("reasoningContent"), dict):
+            return self._close_text() + self._reasoning.delta(delta["reasoningContent"])
+        if "contentBlockStop" in chunk:
+            return self._reasoning.block_stop()
+        if "messageStop" in chunk:
+            return self._reasoning.close()
+        return []
 
     def _on_text(self, text: str) -> list[BaseEvent]:
         if not text:
             return []
-        events: list[BaseEvent] = []
+        events: list[BaseEvent] = self._reasoning.close()
         if self._text_message_id is None:
             self._text_message_id = self._next_message_id()
             events.append(TextMessageStartEvent(message_id=self._text_message_id, role="assistant"))
@@ -160,8 +178,9 @@ class TurnTranslator:
         return events
 
     def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
+        events = self._reasoning.close()
         parent_id = self._text_message_id
-        events = self._close_text()
+        events += self._close_text()
         budget = _OpenCallBudget()
         for block in message.get("content", []):
             tool_use = block.get("toolUse")

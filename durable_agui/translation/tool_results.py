@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from strands.types.tools import ToolResult, ToolResultContent
 
-from durable_agui.translation.content import user_content_blocks
+from durable_agui.translation.content import answer_content_blocks
 
 PLACEHOLDER_TEXT = "[durable-agui placeholder: the client has this tool call]"
 """Result persisted for a frontend call until the client's answer replaces it.
@@ -36,7 +36,7 @@ def client_result_blocks(
     followed by any content the client sent alongside it (AG-UI: "present alongside content
     rather than instead of it"); ``split_tool_result`` reads it back that way.
     """
-    blocks = [cast(ToolResultContent, block) for block in user_content_blocks(content)]
+    blocks = [cast(ToolResultContent, block) for block in answer_content_blocks(content)]
     if error is None:
         return blocks
     kept = [block for block in blocks if block.get("text", None) != ""]

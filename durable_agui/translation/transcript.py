@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from strands.types.session import SessionMessage
 
 from durable_agui.translation.content import agui_content
+from durable_agui.translation.reasoning import reasoning_message
 from durable_agui.translation.tool_results import is_placeholder, split_tool_result
 
 if TYPE_CHECKING:
@@ -96,15 +97,22 @@ def to_agui_messages(
 
     ``wire_ids`` maps native id -> wire id; a call without a wire id keeps its native id.
     Results of ``pending_native`` calls (and anything still holding the placeholder) are
-    left out: the client owns those calls. Message ids are ``m<index>`` (tool messages
-    ``m<index>.<k>``), stable for a thread.
+    left out: the client owns those calls. The model's reasoning blocks come before its
+    message, as ``ReasoningMessage``s. Message ids are ``m<index>`` (tool results and
+    reasoning ``m<index>.<k>``, for block ``k``), stable for a thread.
     """
     messages: list[Message] = []
     for session_message in session_messages:
         message = session_message.to_message()
         blocks: list[Any] = list(message["content"])
         if message["role"] == "assistant":
-            messages.append(_assistant_message(session_message.message_id, blocks, wire_ids))
+            index = session_message.message_id
+            messages += [
+                reasoning_message(f"m{index}.{k}", block["reasoningContent"])
+                for k, block in enumerate(blocks)
+                if "reasoningContent" in block
+            ]
+            messages.append(_assistant_message(index, blocks, wire_ids))
         else:
             messages += _user_messages(session_message.message_id, blocks, wire_ids, pending_native)
     return messages

@@ -14,6 +14,7 @@ from durable_agui.api.limits import (
     check_answers,
     check_counts,
     check_ids,
+    check_media,
     check_tools,
     check_user_content,
 )
@@ -79,6 +80,7 @@ async def run_agent(
     check_counts(run_input, settings)
     check_ids(run_input)
     check_user_content(run_input)
+    check_media(run_input, settings)
     check_tools(run_input, definition)
     request = run_request(agent, run_input).model_copy(update={"principal": principal})
     check_answers(request.tool_results, request.resume, settings)
