@@ -28,6 +28,7 @@ from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
 from durable_agui.agents.definition import normal_tool_name
+from durable_agui.agents.emit import EMITTER_KEY
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -238,7 +239,7 @@ class TurnActivities:
                     "input": call.args,
                 }
                 final: ToolResult | None = None
-                state = {"agent": runner, "approval": call.payload}
+                state = {"agent": runner, "approval": call.payload, EMITTER_KEY: events}
                 async for event in tools[call.tool_name].stream(tool_use, state):
                     if isinstance(event, dict) and "tool_result" in event:
                         final = event["tool_result"]
@@ -296,7 +297,9 @@ class TurnActivities:
         async def stream() -> str:
             reason = "unknown"
             first = True
-            async for strands_event in agent.stream_async(prompt_blocks(turn.user_messages)):
+            async for strands_event in agent.stream_async(
+                prompt_blocks(turn.user_messages), invocation_state={EMITTER_KEY: events}
+            ):
                 for event in translator.feed(strands_event):
                     events.publish(event, flush_now=first)
                     first = False
