@@ -214,3 +214,43 @@ async def test_a_tool_streams_activity_and_custom_events_in_order_and_on_reconne
     assert snapshot["content"] == {"flight": "XY1", "done": 0, "of": 2}
     again = await http.get("/threads/emit/runs/r1/events")
     assert parse_sse(again.text) == events
+
+
+async def test_a_run_from_an_empty_transcript_starts_with_the_thread_history(
+    http: httpx.AsyncClient,
+) -> None:
+    first = {"id": "snap-u1", "role": "user", "content": "hello"}
+    await post_run(http, "demo", run_input("snap", "r1", [first], []))
+    history = await server_messages(http, "snap")
+
+    # A reloaded page that lost its transcript sends only its new message.
+    again = {"id": "snap-u2", "role": "user", "content": "again"}
+    status, events = await post_run(http, "demo", run_input("snap", "r2", [again], []))
+
+    assert status == 200
+    assert kinds(events)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert events[1]["messages"] == [*history, again]
+    assert [e["type"] for e in events].count("MESSAGES_SNAPSHOT") == 1
+    replayed = parse_sse((await http.get("/threads/snap/runs/r2/events")).text)
+    assert replayed == events
+
+
+@pytest.mark.parametrize("ids", ["streamed", "snapshot"])
+async def test_a_run_whose_transcript_is_the_thread_history_has_no_snapshot(
+    http: httpx.AsyncClient, ids: str
+) -> None:
+    thread = f"same-{ids}"
+    first = {"id": f"{thread}-u1", "role": "user", "content": "hello"}
+    _, r1 = await post_run(http, "demo", run_input(thread, "r1", [first], []))
+    if ids == "streamed":
+        start = next(e for e in r1 if e["type"] == "TEXT_MESSAGE_START")
+        reply = {"id": start["messageId"], "role": "assistant", "content": "echo: hello"}
+        transcript = [first, reply]
+    else:
+        transcript = await server_messages(http, thread)
+    second = {"id": f"{thread}-u2", "role": "user", "content": "again"}
+    status, events = await post_run(
+        http, "demo", run_input(thread, "r2", [*transcript, second], [])
+    )
+    assert status == 200
+    assert "MESSAGES_SNAPSHOT" not in kinds(events)

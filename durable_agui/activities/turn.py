@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
 from durable_agui.agents.definition import normal_tool_name
@@ -450,7 +451,9 @@ class TurnActivities:
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
                 start = await self._starting_point(turn)
-                session = await asyncio.to_thread(store.open, turn.session_id or turn.thread_id)
+                session_id = turn.session_id or turn.thread_id
+                await snapshot_if_stale(turn, store, session_id, start, events)
+                session = await asyncio.to_thread(store.open, session_id)
                 async with heartbeating(start):
                     try:
                         stop_reason = await self._stream_turn(
