@@ -10,7 +10,8 @@ name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), o
 - ``build_worker(client, settings, agents=...)``: a worker hosting threads, or
   ``thread_workflows()`` and ``thread_activities(settings, agents)`` to register on a
   worker of your own (next to your own workflows, on ``settings.task_queue``);
-- ``connect(settings)``: a Temporal client with this package's data converter.
+- ``connect(settings)``: a Temporal client with this package's data converter;
+- ``emit(tool_context, event)``: AG-UI ``CUSTOM`` / ``ACTIVITY_*`` events from a backend tool.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         TurnContext,
         load_agents,
     )
+    from durable_agui.agents.emit import emit
     from durable_agui.agents.offline_model import OfflineModel
     from durable_agui.api.app import add_error_handlers, create_app, create_router
     from durable_agui.api.limits import RequestBodyCheck
@@ -45,6 +47,7 @@ _PUBLIC = {
     "ApprovalRule": "durable_agui.agents",
     "TurnContext": "durable_agui.agents",
     "load_agents": "durable_agui.agents",
+    "emit": "durable_agui.agents.emit",
     "OfflineModel": "durable_agui.agents.offline_model",
     "add_error_handlers": "durable_agui.api.app",
     "create_app": "durable_agui.api.app",
@@ -83,6 +86,7 @@ __all__ = [
     "connect",
     "create_app",
     "create_router",
+    "emit",
     "get_settings",
     "load_agents",
     "thread_activities",

@@ -446,3 +446,45 @@ async def test_an_operator_terminating_a_thread_mid_run_ends_its_stream_and_not_
             http, "demo", run_input("f-terminated", "r2", [next_user], [])
         )
         assert status == 200 and text_of(more) == "echo: and now?", more
+
+
+async def test_worker_and_api_killed_while_a_call_waits_then_a_reloaded_page_connects(
+    cluster: Cluster,
+) -> None:
+    cluster.start_worker("a")
+    first_api = cluster.start_api("api1")
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"C1"}'}
+    async with httpx.AsyncClient(base_url=first_api, timeout=120) as http:
+        _, r1 = await post_run(
+            http, "demo", run_input("f-connect", "r1", [user], [CONFIRM_BOOKING])
+        )
+    (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+    cluster.kill("a")
+    cluster.kill("api1")
+    cluster.start_worker("b")
+    second_api = cluster.start_api("api2")
+    async with httpx.AsyncClient(base_url=second_api, timeout=120) as http:
+        connected = await http.post(
+            "/agents/demo/connect", json=run_input("f-connect", "c1", [], [])
+        )
+        events = parse_sse(connected.text)
+        check_stream(events)
+        assert events[-1]["outcome"] == r1[-1]["outcome"]
+        (start,) = [e for e in events if e["type"] == "TOOL_CALL_START"]
+        assert start["toolCallId"] == wire_id
+        history = events[1]["messages"]
+        call = {
+            "id": wire_id,
+            "type": "function",
+            "function": {"name": "confirm_booking", "arguments": '{"flight":"C1"}'},
+        }
+        transcript = [
+            history[0],
+            {**history[1], "toolCalls": [call]},
+            {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "yes"},
+        ]
+        status, r2 = await post_run(
+            http, "demo", run_input("f-connect", "r2", transcript, [CONFIRM_BOOKING])
+        )
+    assert status == 200
+    assert text_of(r2) == "confirm_booking -> success: yes"

@@ -104,7 +104,9 @@ class Thread:
         calls = [e for e in events if e["type"] == "TOOL_CALL_START"]
         args = {e["toolCallId"]: e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS"}
         text = text_of(events)
-        self._remember_assistant(calls, args, text)
+        starts = [e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START"]
+        parents = [c["parentMessageId"] for c in calls if "parentMessageId" in c]
+        self._remember_assistant(calls, args, text, next(iter(starts + parents), None))
         self.messages += [
             {
                 "id": e["messageId"],
@@ -117,12 +119,14 @@ class Thread:
         ]
 
     def _remember_assistant(
-        self, calls: list[dict[str, Any]], args: dict[str, str], text: str
+        self, calls: list[dict[str, Any]], args: dict[str, str], text: str, message_id: str | None
     ) -> None:
+        """The assistant message under the id the stream gave it (as ``@ag-ui/client`` keeps
+        it), so the next run's transcript is the thread's history (no ``MESSAGES_SNAPSHOT``)."""
         if calls or text:
             self.messages.append(
                 {
-                    "id": f"a{self.runs}",
+                    "id": message_id or f"a{self.runs}",
                     "role": "assistant",
                     "content": text or None,
                     "toolCalls": [

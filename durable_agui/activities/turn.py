@@ -26,9 +26,11 @@ from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
 from durable_agui.agents.definition import normal_tool_name
+from durable_agui.agents.emit import EMITTER_KEY
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
@@ -239,7 +241,7 @@ class TurnActivities:
                     "input": call.args,
                 }
                 final: ToolResult | None = None
-                state = {"agent": runner, "approval": call.payload}
+                state = {"agent": runner, "approval": call.payload, EMITTER_KEY: events}
                 async for event in tools[call.tool_name].stream(tool_use, state):
                     if isinstance(event, dict) and "tool_result" in event:
                         final = event["tool_result"]
@@ -299,7 +301,9 @@ class TurnActivities:
         async def stream() -> str:
             reason = "unknown"
             first = True
-            async for strands_event in agent.stream_async(prompt_blocks(user_messages)):
+            async for strands_event in agent.stream_async(
+                prompt_blocks(user_messages), invocation_state={EMITTER_KEY: events}
+            ):
                 for event in translator.feed(strands_event):
                     events.publish(event, flush_now=first)
                     first = False
@@ -450,7 +454,9 @@ class TurnActivities:
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
                 start = await self._starting_point(turn)
-                session = await asyncio.to_thread(store.open, turn.session_id or turn.thread_id)
+                session_id = turn.session_id or turn.thread_id
+                await snapshot_if_stale(turn, store, session_id, start, events)
+                session = await asyncio.to_thread(store.open, session_id)
                 async with heartbeating(start):
                     try:
                         stop_reason = await self._stream_turn(

@@ -1,7 +1,8 @@
 """The ``demo`` agent: works offline with the deterministic model.
 
-Backend tools: ``lookup_flight`` (runs at once) and ``cancel_booking`` (runs only once a
-person approves it; the approval's payload may carry a ``note``).
+Backend tools: ``lookup_flight`` (runs at once), ``check_in`` (streams its progress to the
+page with ``durable_agui.emit``) and ``cancel_booking`` (runs only once a person approves
+it; the approval's payload may carry a ``note``).
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ag_ui._generated.models import ReplaceOperation
+from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, CustomEvent
 from strands import ToolContext, tool
 
 from durable_agui.agents.definition import AgentDefinition, ApprovalRule
+from durable_agui.agents.emit import emit
 
 
 @tool
@@ -29,6 +33,37 @@ def lookup_flight(flight: str, delay_seconds: float = 0.0) -> dict[str, Any]:
         "status": "on time",
         "gate": f"{'ABCDEF'[checksum % 6]}{checksum % 40 + 1}",
     }
+
+
+@tool(context=True)
+def check_in(flight: str, passengers: int, tool_context: ToolContext) -> dict[str, Any]:
+    """Check passengers in for a flight, showing the progress as it goes.
+
+    Args:
+        flight: The flight number, for example "XY123".
+        passengers: How many passengers to check in (at most 20).
+    """
+    count = min(max(passengers, 0), 20)
+    card = f"check-in-{tool_context.tool_use['toolUseId']}"
+    emit(
+        tool_context,
+        ActivitySnapshotEvent(
+            message_id=card,
+            activity_type="check_in",
+            content={"flight": flight, "done": 0, "of": count},
+        ),
+    )
+    for done in range(1, count + 1):
+        emit(
+            tool_context,
+            ActivityDeltaEvent(
+                message_id=card,
+                activity_type="check_in",
+                patch=[ReplaceOperation(op="replace", path="/done", value=done)],
+            ),
+        )
+    emit(tool_context, CustomEvent(name="check_in_done", value={"flight": flight, "of": count}))
+    return {"flight": flight, "checked_in": count}
 
 
 @tool(context=True)
@@ -52,7 +87,7 @@ DEMO_AGENT = AgentDefinition(
         "You help people book flights. Use lookup_flight to check a flight, and ask the "
         "person to confirm a booking with the confirm_booking tool when the client offers it."
     ),
-    tools=(lookup_flight, cancel_booking),
+    tools=(lookup_flight, check_in, cancel_booking),
     approvals={
         "cancel_booking": ApprovalRule(
             message="Cancel this booking? This cannot be undone.",

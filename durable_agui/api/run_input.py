@@ -36,7 +36,9 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     id it already took in, so a re-sent transcript causes no second turn.
     """
     tail = transcript_tail(run_input.messages)
+    before = run_input.messages[: len(run_input.messages) - len(tail)]
     return RunRequest(
+        transcript_anchor=before[-1].id if before else "",
         run_id=run_input.run_id,
         agent=agent,
         user_messages=[

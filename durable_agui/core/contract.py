@@ -219,6 +219,10 @@ class RunRequest(BaseModel):
     frontend_tools: list[FrontendTool] | None = None
     """The client's frontend tools for this run; ``None`` (REST continuations) keeps the
     tools of the thread's last AG-UI run."""
+    transcript_anchor: str | None = None
+    """Id of the client's last assistant message before its new tail (``""``: it has none),
+    so the turn can tell a transcript that is not the thread's history (README "Messages
+    snapshot"); ``None``: not an AG-UI run (REST continuations)."""
 
 
 class RunAccepted(BaseModel):
@@ -413,6 +417,9 @@ class ThreadCarry(BaseModel):
     run_start_offsets: dict[str, int] = Field(default_factory=dict)
     run_digests: dict[str, str] = Field(default_factory=dict)
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
+    last_turn_run_id: str | None = None
+    """The run whose turn last completed: the ids of the assistant messages it streamed
+    (``<runId>-a<attempt>-m<n>``) name the thread's latest history."""
 
     @model_validator(mode="before")
     @classmethod
@@ -495,6 +502,10 @@ class TurnInput(BaseModel):
     (the thread's first turn in this workflow): the activity counts them itself and keeps
     the count in its heartbeat details for its retries; it never truncates a history it
     did not see end, such as a session that outlived its workflow."""
+    transcript_anchor: str | None = None
+    """``RunRequest.transcript_anchor`` of the turn's run."""
+    last_turn_run_id: str | None = None
+    """``ThreadCarry.last_turn_run_id`` when this turn started."""
 
 
 class TurnOutput(BaseModel):

@@ -613,6 +613,8 @@ class AgentThreadWorkflow:
                 else run.frontend_tools,
                 approved=approved,
                 start_index=book.message_count,
+                transcript_anchor=run.transcript_anchor,
+                last_turn_run_id=book.last_turn_run_id,
             )
         )
         try:
@@ -624,6 +626,7 @@ class AgentThreadWorkflow:
             self._turn_activity = None
         book.approved = []
         book.tail_anchor = None
+        book.last_turn_run_id = run.run_id
         book.turns += 1
         book.message_count = output.message_count
         self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
-import { HttpAgent } from "@ag-ui/client";
+import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
 
 const BASE = process.env.AGUI_BASE_URL;
 assert.ok(BASE, "set AGUI_BASE_URL to a running durable-agui server");
@@ -26,8 +26,22 @@ const FRONTEND = {
   choose_seat: (args) => ({ seat: `${args.row}C` }),
 };
 
+// HttpAgent 1.0 leaves connect() and getCapabilities() to subclasses: this is all it takes.
+class DurableAgent extends HttpAgent {
+  connect(input) {
+    return transformHttpEventStream(
+      runHttpRequest(() => this.fetch(`${this.url}/connect`, this.requestInit(input))),
+      this.debugLogger,
+    );
+  }
+
+  async getCapabilities() {
+    return (await fetch(`${this.url}/capabilities`)).json();
+  }
+}
+
 function newAgent(name) {
-  return new HttpAgent({ url: `${BASE}/agents/demo`, threadId: `js-${name}-${randomUUID().slice(0, 6)}` });
+  return new DurableAgent({ url: `${BASE}/agents/demo`, threadId: `js-${name}-${randomUUID().slice(0, 6)}` });
 }
 
 function say(agent, text) {
@@ -160,4 +174,24 @@ test("a batch mixing a backend and a frontend call continues with the client's t
   const text = lastAssistantText(agent);
   assert.match(text, /^lookup_flight -> success: \{"flight": "XY9"/);
   assert.match(text, /confirm_booking -> success: \{"approved":true,"flight":"XY9"\}$/);
+});
+
+test("a reloaded page connects, gets its history and pending card back, and answers", async () => {
+  const agent = newAgent("reload");
+  say(agent, 'call confirm_booking {"flight":"R1"}');
+  const first = await run(agent, { tools: [CONFIRM_BOOKING] });
+  const pending = first.outcome.pendingToolCallIds;
+
+  // The page reloads: a new agent object on the same thread, with no messages.
+  const reloaded = new DurableAgent({ url: `${BASE}/agents/demo`, threadId: agent.threadId });
+  let finished;
+  await reloaded.connectAgent({}, { onRunFinishedEvent: (params) => { finished = params; } });
+  assert.deepEqual(finished.pendingToolCallIds, pending);
+  assert.deepEqual(reloaded.messages.map((m) => m.role), ["user", "assistant"]);
+  assert.deepEqual(toolCallIds(reloaded.messages), pending);
+  assert.deepEqual(JSON.parse(reloaded.messages[1].toolCalls[0].function.arguments), { flight: "R1" });
+
+  await answerPendingCalls(reloaded, pending);
+  assert.equal(lastAssistantText(reloaded), 'confirm_booking -> success: {"approved":true,"flight":"R1"}');
+  assert.equal((await reloaded.getCapabilities()).humanInTheLoop.supported, true);
 });

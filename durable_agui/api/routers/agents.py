@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from ag_ui.core import RunAgentInput
-from fastapi import APIRouter
+from ag_ui.core import AgentCapabilities, RunAgentInput
+from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
+from durable_agui.agents import AgentDefinition
 from durable_agui.api.auth import PrincipalDep
+from durable_agui.api.capabilities import agent_capabilities
+from durable_agui.api.connect import connect_frames
 from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import (
@@ -20,7 +23,7 @@ from durable_agui.api.limits import (
 )
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
-from durable_agui.api.thread_client import submit_run
+from durable_agui.api.thread_client import submit_run, thread_state
 from durable_agui.core.contract import ErrorType, workflow_id_for
 
 router = APIRouter(tags=["agents"])
@@ -48,6 +51,81 @@ async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentI
     return [AgentInfo(name=a.name, description=a.description) for a in agents.values()]
 
 
+def _definition(agents: AgentsDep, agent: str) -> AgentDefinition:
+    definition = agents.get(agent)
+    if definition is None:
+        shown = agent if len(agent) <= 80 else agent[:77] + "..."
+        raise api_error(404, ErrorType.UNKNOWN_AGENT, f"no agent {shown!r}")
+    return definition
+
+
+@router.get(
+    "/agents/{agent}/capabilities",
+    response_model=AgentCapabilities,
+    response_model_exclude_none=True,
+    responses=error_responses({404: "No agent with this name."}),
+)
+async def get_capabilities(
+    agent: str, agents: AgentsDep, principal: PrincipalDep
+) -> AgentCapabilities:
+    """What ``agent`` supports, as AG-UI ``AgentCapabilities``: its backend tools, client
+    tools, approvals as interrupts, resumable streams (``Last-Event-ID``), image input."""
+    return agent_capabilities(_definition(agents, agent))
+
+
+@router.post(
+    "/agents/{agent}/connect",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "AG-UI events"},
+        **error_responses(
+            {
+                404: "No agent with this name.",
+                409: "The thread belongs to another agent.",
+                422: "Malformed RunAgentInput, threadId or runId.",
+                **THREAD_ERRORS,
+            }
+        ),
+    },
+)
+async def connect_agent(
+    agent: str,
+    run_input: RunAgentInput,
+    client: TemporalDep,
+    settings: SettingsDep,
+    agents: AgentsDep,
+    principal: PrincipalDep,
+) -> StreamingResponse:
+    """Open thread ``run_input.threadId`` (AG-UI ``connectAgent``): its history and where it is.
+
+    The stream starts with ``RUN_STARTED``, ``MESSAGES_SNAPSHOT`` (the persisted history,
+    tool call ids are wire ids) and ``STATE_SNAPSHOT``. Then: the run in progress, joined
+    from its start; or, when the thread waits for a person, its open calls
+    (``TOOL_CALL_START/ARGS/END``) and the ``RUN_FINISHED`` its last run ended with
+    (``pendingToolCallIds`` or the ``interrupt`` outcome); or, idle, ``RUN_FINISHED``. Only
+    ``threadId`` and ``runId`` (the short run's id) are read; nothing is stored, and a
+    thread that does not exist yet is an empty one.
+    """
+    _definition(agents, agent)
+    thread_id = valid_thread_id(run_input.thread_id)
+    check_ids(run_input)
+    try:
+        state = await thread_state(client, thread_id, principal)
+    except HTTPException as err:
+        if err.status_code != 404:
+            raise
+        state = None
+    if state is not None and state.agent != agent:
+        raise api_error(
+            409,
+            ErrorType.AGENT_MISMATCH,
+            f"thread {thread_id!r} belongs to agent {state.agent!r}, not {agent!r}",
+        )
+    workflow_id = workflow_id_for(thread_id, principal)
+    frames = await connect_frames(client, settings, workflow_id, thread_id, run_input.run_id, state)
+    return sse_response(frames)
+
+
 @router.post(
     "/agents/{agent}",
     response_class=StreamingResponse,
@@ -72,10 +150,7 @@ async def run_agent(
     ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
     progress is queued: its stream starts when the earlier run ends.
     """
-    definition = agents.get(agent)
-    if definition is None:
-        shown = agent if len(agent) <= 80 else agent[:77] + "..."
-        raise api_error(404, ErrorType.UNKNOWN_AGENT, f"no agent {shown!r}")
+    definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
     check_ids(run_input)

@@ -1,0 +1,70 @@
+"""The ``MESSAGES_SNAPSHOT`` a turn starts with when its client's transcript is not the
+thread's history (README "Messages snapshot")."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from ag_ui.core import Message, MessagesSnapshotEvent, UserMessage
+from temporalio import activity
+
+from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.core.contract import TurnInput
+from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.sessions import SessionStore
+from durable_agui.translation.transcript import to_agui_messages
+
+STREAMED_MESSAGE_ID = re.compile(r"(?P<run>.+)-a[0-9]+-m[0-9]+")
+"""The id ``TurnTranslator`` gives an assistant message it streams."""
+
+
+def transcript_is_stale(anchor: str, history: list[Message], last_turn_run_id: str | None) -> bool:
+    """Whether a client whose last assistant message before its new tail is ``anchor``
+    (``""``: none) has something else than ``history`` before that tail.
+
+    It has the thread's history when its last assistant message is the thread's latest:
+    the id a snapshot gave it (``m<index>``), or an id the thread's last completed turn
+    streamed; and when it has none, the thread has none either.
+    """
+    if not anchor:
+        return bool(history)
+    assistants = [m.id for m in history if m.role == "assistant"]
+    if assistants and anchor == assistants[-1]:
+        return False
+    streamed = STREAMED_MESSAGE_ID.fullmatch(anchor)
+    return streamed is None or streamed["run"] != last_turn_run_id
+
+
+async def snapshot_if_stale(
+    turn: TurnInput, store: SessionStore, session_id: str, start: int, events: RunEventPublisher
+) -> None:
+    """Publish ``MESSAGES_SNAPSHOT`` (the history before the turn, wire ids, then the run's
+    new user messages under the client's ids) when the client's transcript is stale.
+
+    On retry: the run's stream is read first; a snapshot an earlier attempt published is
+    not published again (the history it showed is the one this attempt starts from).
+    """
+    if turn.transcript_anchor is None:
+        return
+    client = activity.client()
+    handle = client.get_workflow_handle(activity.info().workflow_id or "")
+    state = await read_thread(handle, None)
+    stored = await asyncio.to_thread(store.read_messages, session_id)
+    history = to_agui_messages(
+        stored[:start],
+        {native: wire for wire, native in state.tool_call_ids.items()},
+        {call.native_id for call in state.pending_tool_calls},
+    )
+    if not transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id):
+        return
+    if activity.info().attempt > 1:
+        begin = state.run_start_offsets.get(turn.run_id, 0)
+        logged = await read_run_events(client, handle, state, turn.run_id, begin)
+        if any(item.data["type"] == "MESSAGES_SNAPSHOT" for item in logged):
+            return
+    prompt: list[Message] = [
+        UserMessage.model_validate({"id": m.message_id, "role": "user", "content": m.content})
+        for m in turn.user_messages
+    ]
+    events.publish(MessagesSnapshotEvent(messages=history + prompt), flush_now=True)

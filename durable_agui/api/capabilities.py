@@ -1,0 +1,73 @@
+"""What an agent can do, as AG-UI ``AgentCapabilities`` (``GET /agents/{agent}/capabilities``).
+
+``@ag-ui/client`` 1.0 declares ``AbstractAgent.getCapabilities()`` but no HTTP route for it;
+this server answers at ``/agents/{agent}/capabilities``, beside the agent's run endpoint, so
+a client subclass finds it from the agent's URL alone (README "Connect and capabilities").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import (
+    AgentCapabilities,
+    HumanInTheLoopCapabilities,
+    IdentityCapabilities,
+    MultimodalCapabilities,
+    MultimodalInputCapabilities,
+    ReasoningCapabilities,
+    StateCapabilities,
+    Tool,
+    ToolsCapabilities,
+    TransportCapabilities,
+)
+
+from durable_agui.agents import AgentDefinition
+
+
+def _tool(tool: Any) -> Tool:
+    spec = tool.tool_spec
+    schema = spec.get("inputSchema", {})
+    return Tool(
+        name=spec["name"],
+        description=spec.get("description", ""),
+        parameters=schema.get("json", schema),
+    )
+
+
+def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
+    """The capabilities of ``definition`` as served by this server.
+
+    ``tools.items`` lists the backend tools (unknown, so left out, for an agent built by a
+    ``factory``); frontend tools come from the client (``clientProvided``). Shared state and
+    reasoning are reported as unsupported until the thread carries them: ``STATE_SNAPSHOT``
+    on connect is ``{}``.
+    """
+    return AgentCapabilities(
+        identity=IdentityCapabilities(
+            name=definition.name,
+            type="strands",
+            description=definition.description or None,
+            provider="durable-agui",
+        ),
+        transport=TransportCapabilities(streaming=True, resumable=True),
+        tools=ToolsCapabilities(
+            supported=True,
+            items=None
+            if definition.factory is not None
+            else [_tool(tool) for tool in definition.tools],
+            parallel_calls=True,
+            client_provided=True,
+        ),
+        # The hook for shared state: set snapshots/deltas once the thread carries a state.
+        state=StateCapabilities(snapshots=False, deltas=False, persistent_state=False),
+        human_in_the_loop=HumanInTheLoopCapabilities(
+            supported=True,
+            approvals=bool(definition.approvals),
+            interrupts=bool(definition.approvals) or definition.factory is not None,
+        ),
+        multimodal=MultimodalCapabilities(
+            input=MultimodalInputCapabilities(image=True, audio=False, video=False, pdf=False)
+        ),
+        reasoning=ReasoningCapabilities(supported=False),
+    )

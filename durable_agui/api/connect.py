@@ -1,0 +1,211 @@
+"""``POST /agents/{agent}/connect``: what a client that opens an existing thread must see.
+
+A reloaded page, or a second device, has lost the stream that showed the thread's last run.
+Connecting gives it back, as one AG-UI run, without changing the thread (nothing is sent to
+its workflow but reads):
+
+- ``RUN_STARTED``, then ``MESSAGES_SNAPSHOT`` (the persisted history, wire ids) and
+  ``STATE_SNAPSHOT``;
+- a run in progress (or queued): that run's own events from its start, the snapshots
+  right after its ``RUN_STARTED``, to its terminal event;
+- a thread waiting for a person: its open calls again (``TOOL_CALL_START/ARGS/END`` under
+  their wire ids, not in the snapshot) and the ``RUN_FINISHED`` its last run ended with
+  (``pendingToolCallIds``, or the ``interrupt`` outcome), so the page gets its cards back;
+- an idle thread (or none yet): just the snapshots and ``RUN_FINISHED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+)
+from ag_ui.core.types import ContentPart
+from ag_ui.encoder import EventEncoder
+from pydantic import TypeAdapter
+from temporalio.client import Client
+
+from durable_agui.api.history import store_errors_as_http
+from durable_agui.api.streaming import RunWindow, run_event_frames
+from durable_agui.core.contract import ThreadState
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import session_store
+from durable_agui.translation.transcript import thread_transcript, to_agui_messages
+
+_TOOL_CONTENT: TypeAdapter[str | list[ContentPart]] = TypeAdapter(str | list[ContentPart])
+
+
+def thread_state_snapshot(state: ThreadState | None) -> Any:
+    """The ``STATE_SNAPSHOT`` a connecting client gets: ``{}`` until threads carry a shared
+    state (the hook for it: return the thread's state here)."""
+    return {}
+
+
+def joined_run(state: ThreadState | None) -> str | None:
+    """The run a connecting client follows: the one in progress, else the next queued."""
+    if state is None:
+        return None
+    return state.current_run_id or next(iter(state.queued_run_ids), None)
+
+
+def _history_before_run(settings: Settings, state: ThreadState) -> list[Message]:
+    """The history as the run in progress found it, with its prompt: the messages the thread
+    recorded, and the user message the run's turn stored first (its own events show the
+    rest). Blocking."""
+    store = session_store(settings)
+    count = store.verified_count(state.session_id, state.message_count)
+    recorded = state.message_count if state.message_count is not None else count
+    stored = store.read_messages(state.session_id)
+    kept = stored[:recorded]
+    if len(stored) > recorded and stored[recorded].message["role"] == "user":
+        kept.append(stored[recorded])
+    return to_agui_messages(
+        kept,
+        {native: wire for wire, native in state.tool_call_ids.items()},
+        {call.native_id for call in state.pending_tool_calls},
+    )
+
+
+def waiting_outcome(thread_id: str, run_id: str, state: ThreadState) -> RunFinishedEvent:
+    """The ``RUN_FINISHED`` of a run that leaves the thread as ``state`` shows it: the same
+    outcome as ``workflows.outcomes.finished_event`` (``interrupt`` with every approval still
+    waiting, else ``success`` naming the frontend calls still waiting)."""
+    waiting = [i for i in state.interrupts if i.resolution is None]
+    outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
+    if waiting:
+        outcome = RunFinishedInterruptOutcome(
+            interrupts=[
+                Interrupt(
+                    id=i.interrupt_id,
+                    reason="tool_approval",
+                    message=i.message,
+                    tool_call_id=i.wire_id,
+                    response_schema=i.response_schema,
+                    expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
+                )
+                for i in waiting
+            ]
+        )
+    else:
+        calls = [c.wire_id for c in state.pending_tool_calls if c.result is None]
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=calls or None)
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+
+
+def _open_calls(
+    messages: list[Message], state: ThreadState
+) -> tuple[list[Message], list[BaseEvent]]:
+    """Take the thread's unanswered calls out of the history, as the events that stream them
+    (under their assistant message's id); answers already held join the history."""
+    waiting = {c.wire_id for c in state.pending_tool_calls if c.result is None}
+    waiting |= {i.wire_id for i in state.interrupts if i.resolution is None}
+    answered = {c.wire_id: c.result for c in state.pending_tool_calls if c.result is not None}
+    history: list[Message] = []
+    events: list[BaseEvent] = []
+    for message in messages:
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            history.append(message)
+            continue
+        kept = [call for call in message.tool_calls if call.id not in waiting]
+        for call in message.tool_calls:
+            if call.id in waiting:
+                events += [
+                    ToolCallStartEvent(
+                        tool_call_id=call.id,
+                        tool_call_name=call.function.name,
+                        parent_message_id=message.id,
+                    ),
+                    ToolCallArgsEvent(tool_call_id=call.id, delta=call.function.arguments),
+                    ToolCallEndEvent(tool_call_id=call.id),
+                ]
+        history.append(message.model_copy(update={"tool_calls": kept or None}))
+        for call in kept:
+            result = answered.get(call.id)
+            if result is not None:
+                history.append(
+                    ToolMessage(
+                        id=f"{call.id}-result",
+                        tool_call_id=call.id,
+                        content=_TOOL_CONTENT.validate_python(result.content),
+                        error=result.error,
+                    )
+                )
+    return history, events
+
+
+async def connect_frames(
+    client: Client,
+    settings: Settings,
+    workflow_id: str,
+    thread_id: str,
+    run_id: str,
+    state: ThreadState | None,
+) -> AsyncIterator[str]:
+    """The connect stream of a thread whose bookkeeping is ``state`` (``None``: no thread
+    yet). Reads the session store before the first frame, so its failures are 503s
+    (``store_errors_as_http``), not a broken stream.
+
+    ``run_id`` names the short run of a thread with no run to join (the client's ``runId``).
+    """
+    encoder = EventEncoder()
+    joined = joined_run(state)
+    store = session_store(settings)
+    with store_errors_as_http():
+        if state is None:
+            messages: list[Message] = []
+        elif joined is not None:
+            messages = await asyncio.to_thread(_history_before_run, settings, state)
+        else:
+            messages = await asyncio.to_thread(thread_transcript, store, state)
+
+    def snapshots() -> Iterator[str]:
+        yield encoder.encode(MessagesSnapshotEvent(messages=messages))
+        yield encoder.encode(StateSnapshotEvent(snapshot=thread_state_snapshot(state)))
+
+    if state is not None and joined is not None:
+        frames = run_event_frames(
+            client, settings, workflow_id, joined, RunWindow.of(state, joined)
+        )
+
+        async def joining() -> AsyncIterator[str]:
+            first = True
+            async for frame in frames:
+                yield frame
+                if first:
+                    first = False
+                    for snapshot in snapshots():
+                        yield snapshot
+
+        return joining()
+
+    async def short_run() -> AsyncIterator[str]:
+        yield encoder.encode(RunStartedEvent(thread_id=thread_id, run_id=run_id))
+        if state is None:
+            for snapshot in snapshots():
+                yield snapshot
+            yield encoder.encode(RunFinishedEvent(thread_id=thread_id, run_id=run_id))
+            return
+        history, open_calls = _open_calls(messages, state)
+        yield encoder.encode(MessagesSnapshotEvent(messages=history))
+        yield encoder.encode(StateSnapshotEvent(snapshot=thread_state_snapshot(state)))
+        for event in open_calls:
+            yield encoder.encode(event)
+        yield encoder.encode(waiting_outcome(thread_id, run_id, state))
+
+    return short_run()
