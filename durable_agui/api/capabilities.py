@@ -39,9 +39,11 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
     """The capabilities of ``definition`` as served by this server.
 
     ``tools.items`` lists the backend tools (unknown, so left out, for an agent built by a
-    ``factory``); frontend tools come from the client (``clientProvided``). Shared state and
-    reasoning are reported as unsupported until the thread carries them: ``STATE_SNAPSHOT``
-    on connect is ``{}``.
+    ``factory``); frontend tools come from the client (``clientProvided``). Reasoning streams
+    when the model reasons (signed or redacted blocks as ``REASONING_ENCRYPTED_VALUE``);
+    user content parts may be images, audio, video and documents (README "Images, audio,
+    video and documents"). Shared state is reported as unsupported until the thread carries
+    it: ``STATE_SNAPSHOT`` on connect is ``{}``.
     """
     return AgentCapabilities(
         identity=IdentityCapabilities(
@@ -67,7 +69,7 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
             interrupts=bool(definition.approvals) or definition.factory is not None,
         ),
         multimodal=MultimodalCapabilities(
-            input=MultimodalInputCapabilities(image=True, audio=False, video=False, pdf=False)
+            input=MultimodalInputCapabilities(image=True, audio=True, video=True, pdf=True)
         ),
-        reasoning=ReasoningCapabilities(supported=False),
+        reasoning=ReasoningCapabilities(supported=True, streaming=True, encrypted=True),
     )
