@@ -124,7 +124,6 @@ async def run_event_frames(
     yield encoder.encode(RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED))
 
 
-
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
     return StreamingResponse(
         frames,

@@ -14,6 +14,7 @@ from durable_agui.api.limits import (
     check_answers,
     check_counts,
     check_ids,
+    check_state_and_context,
     check_tools,
     check_user_content,
 )
@@ -30,7 +31,8 @@ _ERRORS = error_responses(
         409: "The thread refused the run (unknown or conflicting tool result, thread of "
         "another agent); nothing was stored.",
         413: "Request body, messages or tools over the configured limits.",
-        422: "Malformed RunAgentInput, threadId, runId, message id or tool.",
+        422: "Malformed RunAgentInput, threadId, runId, message id, tool, state (not a JSON "
+        "object) or context entry.",
         **THREAD_ERRORS,
     }
 )
@@ -77,6 +79,7 @@ async def run_agent(
         raise api_error(404, ErrorType.UNKNOWN_AGENT, f"no agent {shown!r}")
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
+    check_state_and_context(run_input, settings)
     check_ids(run_input)
     check_user_content(run_input)
     check_tools(run_input, definition)
