@@ -99,7 +99,9 @@ async def test_plain_text_reply(http: httpx.AsyncClient) -> None:
     status, events = await post_run(http, "demo", run_input("t-echo", "r1", [user], []))
     assert status == 200
     kinds = [e["type"] for e in events if e["type"] != "TEXT_MESSAGE_CONTENT"]
-    assert kinds == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert kinds == [
+        "RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
     assert text_of(events) == "echo: hello"
 
 

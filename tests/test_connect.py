@@ -46,6 +46,21 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
     return [event["type"] for event in events]
 
 
+async def test_connect_shows_the_shared_state_the_thread_stored(
+    http: httpx.AsyncClient,
+) -> None:
+    body = run_input("stateful", "r1", [{"id": "st-u1", "role": "user", "content": ""}], [])
+    body["messages"][0]["content"] = 'call save_flight {"flight":"XY7"}'
+    body["state"] = {"traveller": "Ada"}
+    status, _ = await post_run(http, "demo", body)
+    assert status == 200
+    events = await connect(http, "stateful")
+    assert events[2]["type"] == "STATE_SNAPSHOT"
+    assert events[2]["snapshot"] == {"traveller": "Ada", "savedFlights": ["XY7"]}
+    thread = (await http.get("/threads/stateful")).json()
+    assert thread["state"] == events[2]["snapshot"]
+
+
 async def test_connect_to_an_idle_thread_is_its_history_and_run_finished(
     http: httpx.AsyncClient,
 ) -> None:
@@ -151,9 +166,9 @@ async def test_connect_joins_the_run_in_progress_from_its_start(
     assert status == 200
     assert kinds(events)[:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
     assert events[0] == original[0]  # the run's own RUN_STARTED
-    assert [e for e in events if e["type"] not in ("MESSAGES_SNAPSHOT", "STATE_SNAPSHOT")] == (
-        original
-    )
+    # The snapshots come right after RUN_STARTED; then the run's own events, its own
+    # STATE_SNAPSHOT (every turn starts with one) included.
+    assert [events[0], *events[3:]] == original
     assert [m["role"] for m in events[1]["messages"]] == ["user"]  # the run's prompt
 
 

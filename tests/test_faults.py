@@ -142,6 +142,36 @@ async def test_dev_server_restarted_while_threads_wait(cluster: Cluster) -> None
     assert text_of(events) == "confirm_booking -> success: yes"
 
 
+async def test_worker_killed_after_a_tool_changed_the_state(cluster: Cluster) -> None:
+    # The answer after the tool streams slowly: the kill lands after the tool's result and
+    # its state change were stored, before the turn ends.
+    cluster.start_worker("a", {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "500"})
+    url = cluster.start_api("api")
+    call = 'call save_flight {"flight":"XY1"}'
+    body = {
+        **run_input("f-state", "r1", [{"id": "u1", "role": "user", "content": call}], []),
+        "state": {"traveller": "Ada"},
+    }
+
+    async def crash_after_the_change(events: list[dict[str, Any]]) -> None:
+        if "a" in cluster.processes and any(e["type"] == "STATE_DELTA" for e in events):
+            cluster.start_worker("b")
+            cluster.kill("a")
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        events, _ = await stream_run(http, "/agents/demo", crash_after_the_change, json=body)
+        check_stream(events)
+        retried = after_retry(events)
+        # The retry starts over from the state the turn started with, not the changed one.
+        assert retried[0] == {"type": "STATE_SNAPSHOT", "snapshot": {"traveller": "Ada"}}
+        delta = next(e for e in retried if e["type"] == "STATE_DELTA")
+        assert delta["delta"] == [{"op": "add", "path": "/savedFlights", "value": ["XY1"]}]
+        assert events[-1]["type"] == "RUN_FINISHED"
+        state = (await http.get("/threads/f-state")).json()["state"]
+    assert state == {"traveller": "Ada", "savedFlights": ["XY1"]}  # saved once
+    assert cluster.store.agent_state("f-state") == state
+
+
 async def test_api_restarted_mid_stream_client_resumes_with_last_event_id(
     cluster: Cluster,
 ) -> None:

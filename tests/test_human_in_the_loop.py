@@ -169,7 +169,7 @@ async def test_parallel_calls_wait_for_every_answer_then_reach_the_model_in_call
 ) -> None:
     thread = Thread(http, "hitl-parallel", [CONFIRM_BOOKING, CHOOSE_SEAT])
     _, r1 = await thread.run(CALL_TWO)
-    assert kinds(r1) == ["RUN_STARTED"] + [
+    assert kinds(r1) == ["RUN_STARTED", "STATE_SNAPSHOT"] + [
         "TOOL_CALL_START",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
@@ -211,7 +211,7 @@ async def test_mixed_batch_runs_backend_calls_and_keeps_their_results(
         'call lookup_flight {"flight":"XY1"}\ncall confirm_booking {"flight":"XY1"}'
     )
     assert kinds(r1) == (
-        ["RUN_STARTED"]
+        ["RUN_STARTED", "STATE_SNAPSHOT"]
         + ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"] * 2
         + ["TOOL_CALL_RESULT", "RUN_FINISHED"]
     )
@@ -302,8 +302,8 @@ async def test_new_user_message_abandons_pending_calls_with_an_explicit_error(
     (wire_id,) = pending_ids(r1)
     _, r2 = await thread.run("never mind, show me trains")
     assert kinds(r2) == [
-        "RUN_STARTED", "TOOL_CALL_RESULT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END", "RUN_FINISHED",
+        "RUN_STARTED", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
     ]  # fmt: skip
     told = r2[1]
     assert told["toolCallId"] == wire_id and told["content"] == NOT_ANSWERED
@@ -335,12 +335,13 @@ async def test_approval_interrupt_resolved_runs_the_tool_with_the_payload(
     _, r1 = await thread.run('call cancel_booking {"booking":"BK-1"}')
     assert kinds(r1) == [
         "RUN_STARTED",
+        "STATE_SNAPSHOT",
         "TOOL_CALL_START",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
         "RUN_FINISHED",
     ]
-    wire_id = r1[1]["toolCallId"]
+    wire_id = r1[2]["toolCallId"]
     outcome = r1[-1]["outcome"]
     assert outcome["type"] == "interrupt"
     (interrupt,) = outcome["interrupts"]

@@ -231,7 +231,7 @@ async def test_mixed_batch_round_trip_through_a_real_provider(
     status, r1 = await post_run(http, provider, run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
     assert status == 200
     assert kinds(r1) == [
-        "RUN_STARTED",
+        "RUN_STARTED", "STATE_SNAPSHOT",
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_END",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
@@ -253,6 +253,7 @@ async def test_mixed_batch_round_trip_through_a_real_provider(
     results = [e for e in r1 if e["type"] == "TOOL_CALL_RESULT"]
     assert [(e["toolCallId"], e["content"]) for e in results] == [(lookup_wire, LOOKUP_RESULT)]
     assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [confirm_wire]}
+    assert r1[-1]["usage"] == [USAGE]  # the provider's counts, from Strands' metrics
     assert len(server.requests) == 1  # not called again while the frontend call waits
     assert set(server.tool_names(server.requests[0])) == {"lookup_flight", "confirm_booking"}
 
@@ -261,7 +262,9 @@ async def test_mixed_batch_round_trip_through_a_real_provider(
         http, provider, run_input(thread, "r2", r2_messages, [CONFIRM_BOOKING])
     )
     assert status == 200, r2
-    assert kinds(r2) == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert kinds(r2) == [
+        "RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
     assert text_of(r2) == f"got {lookup.id}={LOOKUP_RESULT}; got {confirm.id}={APPROVED}"
     assert r2[-1]["outcome"] == {"type": "success"}
 
@@ -302,7 +305,7 @@ async def test_a_tool_call_id_reused_in_one_message_gives_each_call_its_own_resu
     )
     assert status == 200
     assert kinds(r1) == [
-        "RUN_STARTED",
+        "RUN_STARTED", "STATE_SNAPSHOT",
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_END",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
@@ -319,7 +322,9 @@ async def test_a_tool_call_id_reused_in_one_message_gives_each_call_its_own_resu
         http, "openai-reused-ids", run_input(thread, "r2", r2_messages, [CONFIRM_BOOKING])
     )
     assert status == 200, r2
-    assert kinds(r2) == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert kinds(r2) == [
+        "RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
 
     # Each answer reaches its own call: the repeated id was renamed with a suffix.
     assert len(server.requests) == 2
@@ -378,3 +383,20 @@ async def test_a_provider_that_refuses_the_key_ends_the_run_at_once(
     history = persisted_messages(stack.store, f"refused-{provider}")
     assert history[0]["role"] == "user"
     assert [b.get("text") for b in history[0]["content"]] == ["And now?"]
+
+
+async def test_context_reaches_the_model_in_that_turns_system_prompt_only(
+    http: httpx.AsyncClient, stack: DevStack, servers: dict[str, ModelServer]
+) -> None:
+    server = servers["openai"]
+    user = {"id": "u1", "role": "user", "content": "Book XY123 for me."}
+    body = {
+        **run_input("provider-context", "r1", [user], [CONFIRM_BOOKING]),
+        "context": [{"description": "Home airport", "value": "LHR"}],
+    }
+    status, _ = await post_run(http, "openai", body)
+    assert status == 200
+    (system,) = [m for m in server.requests[0]["messages"] if m["role"] == "system"]
+    assert json.dumps(system["content"]).count("Home airport: LHR") == 1
+    assert "You help people travel." in json.dumps(system["content"])
+    assert "LHR" not in json.dumps(persisted_messages(stack.store, "provider-context"))

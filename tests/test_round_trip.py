@@ -31,12 +31,14 @@ async def test_frontend_tool_round_trip_survives_a_full_restart(dev_stack: DevSt
         )
         assert status == 200
         assert [e["type"] for e in r1] == [
-            "RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED",
+            "RUN_STARTED", "STATE_SNAPSHOT",
+            "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED",
         ]  # fmt: skip
         assert r1[0]["protocolVersion"] == "1.0"
-        wire_id = r1[1]["toolCallId"]
-        assert r1[1]["toolCallName"] == "confirm_booking"
-        assert json.loads(r1[2]["delta"]) == {"flight": "XY123"}
+        assert r1[1]["snapshot"] == {}
+        wire_id = r1[2]["toolCallId"]
+        assert r1[2]["toolCallName"] == "confirm_booking"
+        assert json.loads(r1[3]["delta"]) == {"flight": "XY123"}
         assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [wire_id]}
 
         thread_view = (await http.get(f"/threads/{thread}")).json()
@@ -52,13 +54,13 @@ async def test_frontend_tool_round_trip_survives_a_full_restart(dev_stack: DevSt
         r2_messages = [
             *r1_messages,
             {
-                "id": r1[1]["parentMessageId"],
+                "id": r1[2]["parentMessageId"],
                 "role": "assistant",
                 "toolCalls": [
                     {
                         "id": wire_id,
                         "type": "function",
-                        "function": {"name": "confirm_booking", "arguments": r1[2]["delta"]},
+                        "function": {"name": "confirm_booking", "arguments": r1[3]["delta"]},
                     }
                 ],
             },

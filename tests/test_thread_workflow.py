@@ -39,9 +39,10 @@ async def test_thread_waits_three_days_for_a_frontend_result_then_completes(
         )  # fmt: skip
         r1 = await run_events(client, "t-3days", accepted.run_id)
         assert [e["type"] for e in r1] == [
-            "RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED",
+            "RUN_STARTED", "STATE_SNAPSHOT",
+            "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED",
         ]  # fmt: skip
-        wire_id = r1[1]["toolCallId"]
+        wire_id = r1[2]["toolCallId"]
         assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [wire_id]}
 
         started_waiting = await time_skipping_env.get_current_time()

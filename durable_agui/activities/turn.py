@@ -27,6 +27,7 @@ from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.snapshot import snapshot_if_stale
+from durable_agui.activities.state import StateEvents, turn_start_state
 from durable_agui.activities.store_errors import store_errors_as_application_errors
 from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
 from durable_agui.agents.definition import normal_tool_name
@@ -36,8 +37,10 @@ from durable_agui.core.contract import (
     AGENT_ID,
     TOO_MANY_CALLS,
     ApprovedCall,
+    ContextEntry,
     ErrorType,
     FrontendTool,
+    TokenCounts,
     TurnInput,
     TurnOutput,
     UserInput,
@@ -119,6 +122,48 @@ def distinct_tool_use_ids(event: AfterModelCallEvent) -> None:
             copy += 1
         seen.add(unique)
         tool_use["toolUseId"] = unique
+
+
+CONTEXT_HEADING = "Context from the client for this turn:"
+"""Heads the ``RunAgentInput.context`` entries appended to a turn's system prompt."""
+
+
+def with_context(system_prompt: Any, context: list[ContextEntry]) -> Any:
+    """The turn's system prompt with the client's context entries after it (AG-UI
+    ``RunAgentInput.context``): one line ``- <description>: <value>`` each, under
+    ``CONTEXT_HEADING``. For this turn only: Strands does not store the system prompt.
+    A prompt given as content blocks gets one more text block."""
+    if not context:
+        return system_prompt
+    block = "\n".join(
+        [CONTEXT_HEADING, *(f"- {entry.description}: {entry.value}" for entry in context)]
+    )
+    if isinstance(system_prompt, list):
+        return [*system_prompt, {"text": block}]
+    return f"{system_prompt}\n\n{block}" if system_prompt else block
+
+
+def context_state(context: list[ContextEntry]) -> list[dict[str, str]]:
+    """The context entries as tools read them: ``invocation_state["context"]``."""
+    return [entry.model_dump() for entry in context]
+
+
+def token_counts(usage: dict[str, Any]) -> TokenCounts:
+    """Strands' ``Usage`` (``accumulated_usage`` of a turn's metrics) in AG-UI's terms."""
+    return TokenCounts(
+        input_tokens=int(usage.get("inputTokens", 0)),
+        output_tokens=int(usage.get("outputTokens", 0)),
+        total_tokens=int(usage.get("totalTokens", 0)),
+        cached_input_tokens=usage.get("cacheReadInputTokens"),
+        cache_write_input_tokens=usage.get("cacheWriteInputTokens"),
+    )
+
+
+def reports_usage(strands_event: dict[str, Any]) -> bool:
+    """Whether a Strands stream event is a model's usage report (its ``metadata`` chunk):
+    without one, a turn's zero counts mean "not reported", not "none used"."""
+    chunk = strands_event.get("event")
+    return isinstance(chunk, dict) and "usage" in (chunk.get("metadata") or {})
 
 
 def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
@@ -211,17 +256,21 @@ class TurnActivities:
         session: RepositorySessionManager,
         events: RunEventPublisher,
         translator: TurnTranslator,
+        shared: StateEvents,
     ) -> None:
         """Run each approved call whose placeholder is still persisted, and store its result.
 
-        A call whose result is already real is not run again (retry safety).
+        A call whose result is already real is not run again (retry safety). The calls share
+        the turn's state (``shared``); a change shows as ``STATE_DELTA`` after its result.
         """
         tools = built.tools
         wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
         messages = await asyncio.to_thread(
             session.session_repository.list_messages, session.session_id, AGENT_ID
         )
-        runner = Agent(model=built.arguments["model"], tools=[], callback_handler=None)
+        runner = Agent(
+            model=built.arguments["model"], tools=[], callback_handler=None, state=shared.state
+        )
         for message in messages:
             results: dict[str, ToolResult] = {}
             for block in message.message["content"]:
@@ -241,7 +290,12 @@ class TurnActivities:
                     "input": call.args,
                 }
                 final: ToolResult | None = None
-                state = {"agent": runner, "approval": call.payload, EMITTER_KEY: events}
+                state = {
+                    "agent": runner,
+                    "approval": call.payload,
+                    "context": context_state(turn.context),
+                    EMITTER_KEY: events,
+                }
                 async for event in tools[call.tool_name].stream(tool_use, state):
                     if isinstance(event, dict) and "tool_result" in event:
                         final = event["tool_result"]
@@ -249,6 +303,8 @@ class TurnActivities:
                     final = {"toolUseId": call.native_id, "status": "error", "content": []}
                 results[call.native_id] = final
                 events.publish(translator.tool_result(call.wire_id, list(final["content"])))
+                if (delta := shared.delta()) is not None:
+                    events.publish(delta)
             if results:
                 patch_tool_results(message, results)
                 await asyncio.to_thread(
@@ -264,8 +320,14 @@ class TurnActivities:
         session: RepositorySessionManager,
         events: RunEventPublisher,
         translator: TurnTranslator,
-    ) -> str:
-        """Run the approved calls, then the agent; returns Strands' stop reason.
+        shared: StateEvents,
+    ) -> tuple[str, TokenCounts | None]:
+        """Run the approved calls, then the agent; returns Strands' stop reason and the
+        turn's token usage (``None`` when no model call reported any).
+
+        The agent works on the turn's state (``shared``, in place of what Strands restored:
+        the same, with the client's keys merged); a change shows as ``STATE_DELTA`` after
+        the message (model output or tool results) in which it happened.
 
         Raises:
             ApplicationError: ``AgentBuildFailed`` (not retried) when Strands refuses the
@@ -275,10 +337,13 @@ class TurnActivities:
         # Media first: a part the turn cannot take fails it before anything runs or is stored.
         user_messages = await resolve_media(turn.user_messages, self._settings)
         if turn.approved:
-            await self._run_approved(turn, built, session, events, translator)
+            await self._run_approved(turn, built, session, events, translator, shared)
+        arguments = dict(built.arguments)
+        if turn.context:
+            arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
         try:
             agent = Agent(
-                **{"callback_handler": None, **built.arguments},
+                **{"callback_handler": None, **arguments},
                 tools=tools,
                 session_manager=session,
                 agent_id=AGENT_ID,
@@ -295,21 +360,33 @@ class TurnActivities:
                 raise build_failed(
                     turn.agent, RuntimeError(f"tool {name!r} was replaced; it needs approval")
                 )
+        agent.state = shared.state  # the session manager persists agent.state as it is now
         agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
-        async def stream() -> str:
+        async def stream() -> tuple[str, TokenCounts | None]:
             reason = "unknown"
+            usage: TokenCounts | None = None
+            reported = False
             first = True
             async for strands_event in agent.stream_async(
-                prompt_blocks(user_messages), invocation_state={EMITTER_KEY: events}
+                prompt_blocks(user_messages),
+                invocation_state={"context": context_state(turn.context), EMITTER_KEY: events},
             ):
                 for event in translator.feed(strands_event):
                     events.publish(event, flush_now=first)
                     first = False
+                reported = reported or reports_usage(strands_event)
+                if "message" in strands_event and (delta := shared.delta()) is not None:
+                    events.publish(delta)
                 if "result" in strands_event:
-                    reason = str(strands_event["result"].stop_reason)
-            return reason
+                    result = strands_event["result"]
+                    reason = str(result.stop_reason)
+                    if reported:
+                        usage = token_counts(dict(result.metrics.accumulated_usage))
+            if (delta := shared.delta()) is not None:  # a hook that ran after the last message
+                events.publish(delta)
+            return reason, usage
 
         streaming = asyncio.create_task(stream())
         try:
@@ -422,7 +499,9 @@ class TurnActivities:
         On retry: the session is truncated back to ``turn.start_index`` (the turn's starting
         point) before the agent is rebuilt, approved calls whose result is already stored are
         not run again, and what the earlier attempt left open in the stream is closed and
-        followed by a ``turn_retried`` event. The session ends as if the turn ran once.
+        followed by a ``turn_retried`` event. The session ends as if the turn ran once, its
+        state too: the turn starts from the state recorded for its starting point
+        (``turn_start_state``), and streams a fresh ``STATE_SNAPSHOT`` of it.
         """
         built = await self._build(turn)
         approvals = dict(built.definition.approvals)
@@ -447,6 +526,7 @@ class TurnActivities:
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         stop_reason = "unknown"
+        usage: TokenCounts | None = None
         with store_errors_as_application_errors():
             async with RunEventPublisher(turn.run_id, interval) as events:
                 # First, before anything can fail: an earlier attempt's open messages are
@@ -458,9 +538,20 @@ class TurnActivities:
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id)
                 async with heartbeating(start):
+                    shared = StateEvents(
+                        await asyncio.to_thread(
+                            turn_start_state,
+                            session.session_repository,
+                            session.session_id,
+                            start,
+                            dict(built.arguments.get("state") or {}),
+                            turn.state,
+                        )
+                    )
+                    events.publish(shared.snapshot(), flush_now=True)
                     try:
-                        stop_reason = await self._stream_turn(
-                            turn, built, tools, placeholders, session, events, translator
+                        stop_reason, usage = await self._stream_turn(
+                            turn, built, tools, placeholders, session, events, translator, shared
                         )
                     except Exception as err:
                         for event in translator.finish():  # this attempt leaves nothing open
@@ -480,6 +571,7 @@ class TurnActivities:
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,
             message_count=message_count,
+            usage=usage,
         )
 
 

@@ -1,8 +1,9 @@
 """The ``demo`` agent: works offline with the deterministic model.
 
 Backend tools: ``lookup_flight`` (runs at once), ``check_in`` (streams its progress to the
-page with ``durable_agui.emit``) and ``cancel_booking`` (runs only once a person approves
-it; the approval's payload may carry a ``note``).
+page with ``durable_agui.emit``), ``save_flight`` (adds a flight to the thread's shared
+state) and ``cancel_booking`` (runs only once a person approves it; the approval's payload
+may carry a ``note``).
 """
 
 from __future__ import annotations
@@ -67,6 +68,20 @@ def check_in(flight: str, passengers: int, tool_context: ToolContext) -> dict[st
 
 
 @tool(context=True)
+def save_flight(flight: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Save a flight to the person's list of saved flights (the thread's shared state).
+
+    Args:
+        flight: The flight number, for example "XY123".
+    """
+    state = tool_context.agent.state
+    saved = [*(state.get("savedFlights") or []), flight]
+    state.set("savedFlights", saved)
+    context = tool_context.invocation_state.get("context") or []
+    return {"saved": saved, "contextEntries": len(context)}
+
+
+@tool(context=True)
 def cancel_booking(booking: str, tool_context: ToolContext) -> dict[str, Any]:
     """Cancel a booking. Needs the person's approval.
 
@@ -87,7 +102,7 @@ DEMO_AGENT = AgentDefinition(
         "You help people book flights. Use lookup_flight to check a flight, and ask the "
         "person to confirm a booking with the confirm_booking tool when the client offers it."
     ),
-    tools=(lookup_flight, check_in, cancel_booking),
+    tools=(lookup_flight, check_in, save_flight, cancel_booking),
     approvals={
         "cancel_booking": ApprovalRule(
             message="Cancel this booking? This cannot be undone.",

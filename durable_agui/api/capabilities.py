@@ -42,8 +42,8 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
     ``factory``); frontend tools come from the client (``clientProvided``). Reasoning streams
     when the model reasons (signed or redacted blocks as ``REASONING_ENCRYPTED_VALUE``);
     user content parts may be images, audio, video and documents (README "Images, audio,
-    video and documents"). Shared state is reported as unsupported until the thread carries
-    it: ``STATE_SNAPSHOT`` on connect is ``{}``.
+    video and documents"). Shared state is kept with the thread's session, streamed as
+    ``STATE_SNAPSHOT`` and ``STATE_DELTA`` (README "Shared state").
     """
     return AgentCapabilities(
         identity=IdentityCapabilities(
@@ -61,8 +61,7 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
             parallel_calls=True,
             client_provided=True,
         ),
-        # The hook for shared state: set snapshots/deltas once the thread carries a state.
-        state=StateCapabilities(snapshots=False, deltas=False, persistent_state=False),
+        state=StateCapabilities(snapshots=True, deltas=True, persistent_state=True),
         human_in_the_loop=HumanInTheLoopCapabilities(
             supported=True,
             approvals=bool(definition.approvals),

@@ -17,7 +17,7 @@ its workflow but reads):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from ag_ui.core import (
@@ -49,12 +49,6 @@ from durable_agui.sessions import session_store
 from durable_agui.translation.transcript import thread_transcript, to_agui_messages
 
 _TOOL_CONTENT: TypeAdapter[str | list[ContentPart]] = TypeAdapter(str | list[ContentPart])
-
-
-def thread_state_snapshot(state: ThreadState | None) -> Any:
-    """The ``STATE_SNAPSHOT`` a connecting client gets: ``{}`` until threads carry a shared
-    state (the hook for it: return the thread's state here)."""
-    return {}
 
 
 def joined_run(state: ThreadState | None) -> str | None:
@@ -156,10 +150,12 @@ async def connect_frames(
     thread_id: str,
     run_id: str,
     state: ThreadState | None,
+    initial_state: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[str]:
     """The connect stream of a thread whose bookkeeping is ``state`` (``None``: no thread
     yet). Reads the session store before the first frame, so its failures are 503s
-    (``store_errors_as_http``), not a broken stream.
+    (``store_errors_as_http``), not a broken stream. ``STATE_SNAPSHOT`` holds the thread's
+    shared state as stored (``initial_state``, the agent's, before any turn stored one).
 
     ``run_id`` names the short run of a thread with no run to join (the client's ``runId``).
     """
@@ -173,10 +169,16 @@ async def connect_frames(
             messages = await asyncio.to_thread(_history_before_run, settings, state)
         else:
             messages = await asyncio.to_thread(thread_transcript, store, state)
+        stored = (
+            None
+            if state is None
+            else await asyncio.to_thread(store.agent_state, state.session_id or thread_id)
+        )
+    shared: dict[str, Any] = dict(initial_state or {}) if stored is None else stored
 
     def snapshots() -> Iterator[str]:
         yield encoder.encode(MessagesSnapshotEvent(messages=messages))
-        yield encoder.encode(StateSnapshotEvent(snapshot=thread_state_snapshot(state)))
+        yield encoder.encode(StateSnapshotEvent(snapshot=shared))
 
     if state is not None and joined is not None:
         frames = run_event_frames(
@@ -203,7 +205,7 @@ async def connect_frames(
             return
         history, open_calls = _open_calls(messages, state)
         yield encoder.encode(MessagesSnapshotEvent(messages=history))
-        yield encoder.encode(StateSnapshotEvent(snapshot=thread_state_snapshot(state)))
+        yield encoder.encode(StateSnapshotEvent(snapshot=shared))
         for event in open_calls:
             yield encoder.encode(event)
         yield encoder.encode(waiting_outcome(thread_id, run_id, state))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ag_ui.core import Message
 
@@ -21,6 +22,8 @@ from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, sessio
 from durable_agui.translation.transcript import thread_transcript
 
 logger = logging.getLogger(__name__)
+
+STATE_READ_ERRORS: tuple[type[Exception], ...] = (*STORE_ERRORS, SessionStoreInconsistent)
 
 
 async def thread_messages(settings: Settings, state: ThreadState) -> list[Message]:
@@ -35,6 +38,21 @@ async def thread_messages(settings: Settings, state: ThreadState) -> list[Messag
     store = session_store(settings)
     with store_errors_as_http():
         return await asyncio.to_thread(thread_transcript, store, state)
+
+
+async def shared_state(
+    settings: Settings, state: ThreadState, initial: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The thread's shared state as stored (``initial``, the agent definition's, before its
+    first turn stored any); ``None`` when the session store cannot be read (logged), so
+    that the rest of a thread's view still answers while the store is away."""
+    store = session_store(settings)
+    try:
+        stored = await asyncio.to_thread(store.agent_state, state.session_id or state.thread_id)
+    except STATE_READ_ERRORS as err:
+        logger.warning("reading the state of thread %r failed: %s", state.thread_id, err)
+        return None
+    return dict(initial or {}) if stored is None else stored
 
 
 @contextlib.contextmanager

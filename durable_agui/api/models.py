@@ -52,6 +52,10 @@ class ThreadView(CamelModel):
     queued_run_ids: list[str]
     pending_tool_calls: list[PendingToolCallView]
     interrupts: list[InterruptView]
+    state: dict[str, Any] | None = Field(
+        description="The thread's shared state (AG-UI STATE_SNAPSHOT of its agent state) as "
+        "stored; null while the session store cannot be read."
+    )
     workflow_id: str
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
 

@@ -6,7 +6,14 @@ from typing import Any
 
 from ag_ui.core import Message, RunAgentInput, ToolMessage, UserMessage
 
-from durable_agui.core.contract import FrontendTool, ResumeAnswer, RunRequest, ToolResult, UserInput
+from durable_agui.core.contract import (
+    ContextEntry,
+    FrontendTool,
+    ResumeAnswer,
+    RunRequest,
+    ToolResult,
+    UserInput,
+)
 
 
 def content_json(content: Any) -> str | list[dict[str, Any]]:
@@ -33,7 +40,8 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     ``role:"tool"`` messages (answers to frontend calls, by wire id) and ``role:"user"``
     messages after the last assistant message. ``resume`` entries answer approval
     interrupts (AG-UI 1.0). The workflow then drops user messages whose
-    id it already took in, so a re-sent transcript causes no second turn.
+    id it already took in, so a re-sent transcript causes no second turn. ``state`` (a JSON
+    object: ``check_state_and_context``) and ``context`` go to the run's turn.
     """
     tail = transcript_tail(run_input.messages)
     before = run_input.messages[: len(run_input.messages) - len(tail)]
@@ -68,5 +76,10 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
                 parameters=tool.parameters if isinstance(tool.parameters, dict) else None,
             )
             for tool in run_input.tools or []
+        ],
+        state=run_input.state,
+        context=[
+            ContextEntry(description=entry.description, value=entry.value)
+            for entry in run_input.context or []
         ],
     )

@@ -204,6 +204,25 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
+class ContextEntry(BaseModel):
+    """An AG-UI ``Context`` entry the client sent with a run: for that turn's model (in its
+    system prompt) and tools (``invocation_state["context"]``), never stored as a message."""
+
+    description: str
+    value: str
+
+
+class TokenCounts(BaseModel):
+    """A turn's token usage as Strands' metrics count it (``accumulated_usage``), for the
+    AG-UI 1.0 ``RunFinishedEvent.usage`` entry."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+
+
 class RunRequest(BaseModel):
     """One AG-UI run handed to a thread: its new user messages, tool results and resumes."""
 
@@ -223,6 +242,12 @@ class RunRequest(BaseModel):
     """Id of the client's last assistant message before its new tail (``""``: it has none),
     so the turn can tell a transcript that is not the thread's history (README "Messages
     snapshot"); ``None``: not an AG-UI run (REST continuations)."""
+    state: dict[str, Any] | None = None
+    """The client's view of the thread's state (``RunAgentInput.state``); its top-level keys
+    replace the stored state's keys of the same name when the run's turn starts. ``None``
+    (REST continuations, a client that sent none): the stored state as it is."""
+    context: list[ContextEntry] = Field(default_factory=list)
+    """``RunAgentInput.context``: for this run's turn only."""
 
 
 class RunAccepted(BaseModel):
@@ -496,6 +521,9 @@ class TurnInput(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
+    state: dict[str, Any] | None = None
+    """The client's state of the run (``RunRequest.state``), merged into the stored one."""
+    context: list[ContextEntry] = Field(default_factory=list)
     start_index: int | None = None
     """How many messages the session held when the thread's last turn ended. More on disk
     means a failed or retried attempt left a partial turn: it is truncated first. ``None``
@@ -516,6 +544,9 @@ class TurnOutput(BaseModel):
     stop_reason: str
     message_count: int = 0
     """Messages in the session after the turn (the next turn's ``start_index``)."""
+    usage: TokenCounts | None = None
+    """The turn's token usage (its last attempt's); ``None`` when no model call reported
+    any."""
 
     @property
     def open_calls(self) -> list[ToolCallRecord]:

@@ -87,6 +87,8 @@ class ErrorType(StrEnum):
     EMPTY_MESSAGE = "EmptyMessage"
     INVALID_TOOL = "InvalidTool"
     """A frontend tool a model provider cannot take (name, duplicate, parameters)."""
+    INVALID_STATE = "InvalidState"
+    """``RunAgentInput.state`` that is not a JSON object."""
     INVALID_LAST_EVENT_ID = "InvalidLastEventId"
     RUN_NOT_FOUND = "RunNotFound"
     INVALID_HOST = "InvalidHost"

@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     keeps the last ones, so they count toward its bounded state; 413 above."""
     max_tool_result_bytes: int = Field(default=262_144, ge=1_000, le=262_144)
     """Largest single tool result (UTF-8 bytes of its content and error); 413 above."""
+    max_state_bytes: int = Field(default=65_536, ge=2, le=262_144)
+    """UTF-8 bytes of the ``state`` one run may send (it travels in the run's Temporal
+    update and the turn's input); 413 above."""
+    max_context_bytes: int = Field(default=65_536, ge=2, le=262_144)
+    """UTF-8 bytes of the ``context`` entries one run may send (they reach the model with
+    the turn's system prompt); 413 above."""
 
     max_media_bytes: int = Field(default=5_000_000, ge=1_000, le=50_000_000)
     """Largest image, audio, video or document one user content part may carry (decoded

@@ -200,6 +200,16 @@ class SessionStore(ABC):
         """Whether the store holds a session for ``thread_id`` (read-only)."""
         return CheckedRepository(self.repository()).read_session(thread_id) is not None
 
+    def agent_state(self, thread_id: str) -> dict[str, Any] | None:
+        """The Strands agent state of the thread's agent (its shared state), read-only;
+        ``None`` before the thread's first turn stored its agent.
+
+        Raises:
+            SessionStoreInconsistent: the agent record does not parse.
+        """
+        agent = CheckedRepository(self.repository()).read_agent(thread_id, AGENT_ID)
+        return None if agent is None else agent.state
+
     def read_messages(self, thread_id: str, offset: int = 0) -> list[SessionMessage]:
         """The thread's stored messages from index ``offset``, oldest first, read-only (empty
         for a thread whose session or agent does not exist yet).

@@ -12,16 +12,29 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
+    TokenUsage,
 )
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType
+from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType, TokenCounts
 from durable_agui.workflows.batch import ToolCallBatch
 
 
-def finished_event(thread_id: str, run_id: str, batch: ToolCallBatch) -> RunFinishedEvent:
+def usage_entries(usage: TokenCounts | None) -> list[TokenUsage] | None:
+    """A turn's token usage as AG-UI 1.0 ``RunFinishedEvent.usage`` (one entry: a thread has
+    one agent and one model per turn); ``None`` (the field left out) when the run ran no
+    turn or no model call reported usage."""
+    if usage is None:
+        return None
+    return [TokenUsage.model_validate(usage.model_dump(exclude_none=True))]
+
+
+def finished_event(
+    thread_id: str, run_id: str, batch: ToolCallBatch, usage: TokenCounts | None = None
+) -> RunFinishedEvent:
     """``RUN_FINISHED`` for a run that leaves ``batch`` as it is: ``interrupt`` with every
-    approval still waiting, else ``success`` naming the frontend calls still waiting."""
+    approval still waiting, else ``success`` naming the frontend calls still waiting;
+    ``usage``: the run's turn's token usage."""
     waiting = batch.waiting_interrupts()
     outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
     if waiting:
@@ -40,7 +53,9 @@ def finished_event(thread_id: str, run_id: str, batch: ToolCallBatch) -> RunFini
         )
     else:
         outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=batch.waiting_call_ids() or None)
-    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+    return RunFinishedEvent(
+        thread_id=thread_id, run_id=run_id, outcome=outcome, usage=usage_entries(usage)
+    )
 
 
 def run_error_event(cause: BaseException | None) -> RunErrorEvent:

@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadInput,
         ThreadState,
         ThreadStatus,
+        TokenCounts,
         ToolResult,
         ToolResultsAccepted,
         ToolResultsRequest,
@@ -67,7 +68,7 @@ with workflow.unsafe.imports_passed_through():
         shown,
         time_to,
     )
-    from durable_agui.workflows.outcomes import finished_event, run_error_event
+    from durable_agui.workflows.outcomes import finished_event, run_error_event, usage_entries
 
 PATCH_COUNT_FIRST = "count-session-before-first-turn"
 """workflow.patched id: histories recorded before it replay without the count activity."""
@@ -123,6 +124,8 @@ class AgentThreadWorkflow:
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
         self._run_outcomes: dict[str, Literal["cancelled", "finished"]] = {}
+        self._run_usage: TokenCounts | None = None
+        """Token usage of the run in progress (its turn's), for its ``RUN_FINISHED``."""
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
         self._stream = WorkflowStream(prior_state=start.stream_state)
@@ -533,9 +536,13 @@ class AgentThreadWorkflow:
             ),
         )
         self._run_outcomes[run.run_id] = "finished"
+        self._run_usage = None
         try:
             await self._turn(run)
-            self._publish(run.run_id, finished_event(self._thread_id, run.run_id, self._batch))
+            self._publish(
+                run.run_id,
+                finished_event(self._thread_id, run.run_id, self._batch, self._run_usage),
+            )
         except _RunCancelled as cancelled:
             self._run_outcomes[run.run_id] = "cancelled"
             if not cancelled.persisted:
@@ -546,6 +553,7 @@ class AgentThreadWorkflow:
                     thread_id=self._thread_id,
                     run_id=run.run_id,
                     outcome=RunFinishedCancelledOutcome(),
+                    usage=usage_entries(self._run_usage),
                 ),
             )
         except (ActivityError, steps.LocalActivityFailed) as err:
@@ -612,6 +620,8 @@ class AgentThreadWorkflow:
                 if run.frontend_tools is None
                 else run.frontend_tools,
                 approved=approved,
+                state=run.state,
+                context=run.context,
                 start_index=book.message_count,
                 transcript_anchor=run.transcript_anchor,
                 last_turn_run_id=book.last_turn_run_id,
@@ -624,6 +634,7 @@ class AgentThreadWorkflow:
             raise
         finally:
             self._turn_activity = None
+        self._run_usage = output.usage
         book.approved = []
         book.tail_anchor = None
         book.last_turn_run_id = run.run_id

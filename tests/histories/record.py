@@ -28,12 +28,15 @@ from temporalio.worker import Worker
 from durable_agui.activities.reconcile import ReconcileActivities
 from durable_agui.core.contract import (
     CancelRequest,
+    ContextEntry,
     ErrorType,
     ReconcileInput,
     ReconcileOutput,
     ResumeAnswer,
+    RunRequest,
     ToolResult,
     ToolResultsRequest,
+    UserInput,
     workflow_id_for,
 )
 from durable_agui.core.settings import Settings
@@ -120,6 +123,26 @@ async def continue_as_new(env: WorkflowEnvironment, settings: Settings, thread: 
     for n in range(3):
         await start_run(env.client, settings, thread, f"r{n}", f"message {n}", [])
         await run_events(env.client, thread, f"r{n}")
+
+
+async def shared_state(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Runs carrying state and context, a tool that changes the state, continue-as-new."""
+    settings.turns_per_workflow_run = 1
+    await start_run(env.client, settings, thread, "r1", 'call save_flight {"flight":"A"}', [])
+    await run_events(env.client, thread, "r1")
+    await env.client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+        AgentThreadWorkflow.submit_run,
+        RunRequest(
+            run_id="r2",
+            agent="demo",
+            user_messages=[
+                UserInput(message_id="r2-user", content='call save_flight {"flight":"B"}')
+            ],
+            state={"traveller": "Ada"},
+            context=[ContextEntry(description="Home airport", value="LHR")],
+        ),
+    )
+    await run_events(env.client, thread, "r2")
 
 
 async def cancel(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -209,6 +232,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel,
     "cancel_during_reconcile": cancel_during_reconcile,
     "first_count_fails": first_count_fails,
+    "shared_state": shared_state,
 }
 
 

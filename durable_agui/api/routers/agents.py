@@ -18,6 +18,7 @@ from durable_agui.api.limits import (
     check_counts,
     check_ids,
     check_media,
+    check_state_and_context,
     check_tools,
     check_user_content,
 )
@@ -34,7 +35,8 @@ _ERRORS = error_responses(
         409: "The thread refused the run (unknown or conflicting tool result, thread of "
         "another agent); nothing was stored.",
         413: "Request body, messages or tools over the configured limits.",
-        422: "Malformed RunAgentInput, threadId, runId, message id or tool.",
+        422: "Malformed RunAgentInput, threadId, runId, message id, tool, state (not a JSON "
+        "object) or context entry.",
         **THREAD_ERRORS,
     }
 )
@@ -106,7 +108,7 @@ async def connect_agent(
     ``threadId`` and ``runId`` (the short run's id) are read; nothing is stored, and a
     thread that does not exist yet is an empty one.
     """
-    _definition(agents, agent)
+    definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
     check_ids(run_input)
     try:
@@ -122,7 +124,9 @@ async def connect_agent(
             f"thread {thread_id!r} belongs to agent {state.agent!r}, not {agent!r}",
         )
     workflow_id = workflow_id_for(thread_id, principal)
-    frames = await connect_frames(client, settings, workflow_id, thread_id, run_input.run_id, state)
+    frames = await connect_frames(
+        client, settings, workflow_id, thread_id, run_input.run_id, state, definition.state
+    )
     return sse_response(frames)
 
 
@@ -153,6 +157,7 @@ async def run_agent(
     definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
     check_counts(run_input, settings)
+    check_state_and_context(run_input, settings)
     check_ids(run_input)
     check_user_content(run_input)
     check_media(run_input, settings)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
-from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
@@ -42,11 +42,19 @@ _NOT_FOUND = {404: "No such thread (or one of another principal's)."}
 
 @router.get("/{threadId}", response_model=ThreadView, responses=error_responses(_NOT_FOUND))
 async def get_thread(
-    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
+    thread_id: ThreadIdDep,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+    agents: AgentsDep,
 ) -> ThreadView:
     """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
-    ``awaiting_approval``), its pending frontend calls and its open approval interrupts."""
+    ``awaiting_approval``), its pending frontend calls, its open approval interrupts and its
+    shared state (``null`` while the session store is away)."""
+    from durable_agui.api.history import shared_state  # loads the stores' drivers
+
     state = await thread_state(client, thread_id, principal)
+    definition = agents.get(state.agent)
     workflow_id = workflow_id_for(thread_id, principal)
     return ThreadView(
         thread_id=thread_id,
@@ -79,6 +87,7 @@ async def get_thread(
             )
             for i in state.interrupts
         ],
+        state=await shared_state(settings, state, definition.state if definition else None),
         workflow_id=workflow_id,
         temporal_ui_url=workflow_ui_url(settings, workflow_id),
     )

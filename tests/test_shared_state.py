@@ -1,0 +1,163 @@
+"""Shared state, context and usage (AG-UI 1.0) against a real `durable-agui dev` stack on
+each session store, continuing as new after every turn: the state lives in the session
+store, so it outlives workflow runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import jsonpatch
+import pytest
+
+from tests.stack import STORES, DevStack, store_env
+from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+
+
+@pytest.fixture(scope="module", params=STORES)
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    folder = tmp_path_factory.mktemp("state")
+    env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1", **store_env(request, request.param)}
+    running = DevStack(folder / "data", folder / "dev.log", env=env)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client
+
+
+def user(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "content": text}
+
+
+def with_state(body: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {**body, **fields}
+
+
+def client_view(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The state a client holds after a run: its snapshot with each delta applied."""
+    view: dict[str, Any] = {}
+    for event in events:
+        if event["type"] == "STATE_SNAPSHOT":
+            view = event["snapshot"]
+        elif event["type"] == "STATE_DELTA":
+            view = jsonpatch.apply_patch(view, event["delta"])
+    return view
+
+
+async def test_a_tool_changes_the_state_and_the_client_sees_each_change(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "state-1"
+    save = user("u1", 'call save_flight {"flight":"XY1"}')
+    body = with_state(run_input(thread, "r1", [save], []), state={"traveller": "Ada"})
+    status, r1 = await post_run(http, "demo", body)
+    assert status == 200
+    assert [e["type"] for e in r1[:2]] == ["RUN_STARTED", "STATE_SNAPSHOT"]
+    assert r1[1]["snapshot"] == {"traveller": "Ada"}
+    kinds = [e["type"] for e in r1]
+    delta = r1[kinds.index("STATE_DELTA")]
+    assert kinds.index("TOOL_CALL_RESULT") < kinds.index("STATE_DELTA")
+    assert kinds.index("STATE_DELTA") < kinds.index("TEXT_MESSAGE_START")
+    assert delta["delta"] == [{"op": "add", "path": "/savedFlights", "value": ["XY1"]}]
+    assert client_view(r1) == {"traveller": "Ada", "savedFlights": ["XY1"]}
+
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert view["state"] == {"traveller": "Ada", "savedFlights": ["XY1"]}
+    assert stack.store.agent_state(thread) == view["state"]
+
+    # The client names only "traveller": its value wins, savedFlights is kept.
+    again = user("u2", 'call save_flight {"flight":"XY2"}')
+    body = with_state(run_input(thread, "r2", [again], []), state={"traveller": "Bo"})
+    status, r2 = await post_run(http, "demo", body)
+    assert status == 200
+    assert r2[1]["snapshot"] == {"traveller": "Bo", "savedFlights": ["XY1"]}
+    assert client_view(r2) == {"traveller": "Bo", "savedFlights": ["XY1", "XY2"]}
+    assert (await http.get(f"/threads/{thread}")).json()["state"] == client_view(r2)
+
+
+async def test_a_run_without_state_keeps_the_stored_state(http: httpx.AsyncClient) -> None:
+    thread = "state-2"
+    save = user("u1", 'call save_flight {"flight":"XY1"}')
+    status, _ = await post_run(http, "demo", run_input(thread, "r1", [save], []))
+    assert status == 200
+    body = run_input(thread, "r2", [user("u2", "hello")], [])
+    del body["state"]
+    status, r2 = await post_run(http, "demo", body)
+    assert status == 200
+    assert r2[1] == {"type": "STATE_SNAPSHOT", "snapshot": {"savedFlights": ["XY1"]}}
+    assert "STATE_DELTA" not in [e["type"] for e in r2]
+
+
+@pytest.mark.parametrize(
+    "state", [[1, 2], "text", 3, True], ids=["array", "string", "number", "bool"]
+)
+async def test_state_that_is_not_an_object_is_refused(
+    state: Any, http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    before = store_snapshot(stack.store)
+    body = with_state(run_input("state-bad", "r1", [user("u1", "hi")], []), state=state)
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail["type"] == "InvalidState" and "state" in detail["message"]
+    assert (await http.get("/threads/state-bad")).status_code == 404
+    assert store_snapshot(stack.store) == before
+
+
+async def test_state_over_the_limit_is_refused(http: httpx.AsyncClient) -> None:
+    body = with_state(
+        run_input("state-big", "r1", [user("u1", "hi")], []), state={"blob": "x" * 70_000}
+    )
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 413
+    assert "state" in response.json()["detail"]["message"]
+
+
+async def test_context_reaches_the_tools_and_is_not_stored(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "context-1"
+    context = [
+        {"description": "The person's home airport", "value": "LHR-unique-7"},
+        {"description": "Seat preference", "value": "aisle"},
+    ]
+    body = with_state(
+        run_input(thread, "r1", [user("u1", 'call save_flight {"flight":"XY1"}')], []),
+        context=context,
+    )
+    status, events = await post_run(http, "demo", body)
+    assert status == 200
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+    assert json.loads(result["content"])["contextEntries"] == 2
+    assert "LHR-unique-7" not in json.dumps(persisted_messages(stack.store, thread))
+    assert "LHR-unique-7" not in text_of(events)
+
+
+@pytest.mark.parametrize("entry", [{"description": "d"}, {"value": "v"}, {}])
+async def test_a_context_entry_without_description_or_value_is_refused(
+    entry: dict[str, str], http: httpx.AsyncClient
+) -> None:
+    body = with_state(run_input("context-bad", "r1", [user("u1", "hi")], []), context=[entry])
+    response = await http.post("/agents/demo", json=body)
+    assert response.status_code == 422
+    assert any("context" in error["loc"] for error in response.json()["detail"]["errors"])
+
+
+async def test_run_finished_carries_the_turns_usage(http: httpx.AsyncClient) -> None:
+    status, events = await post_run(
+        http, "demo", run_input("usage-1", "r1", [user("u1", "hello")], [])
+    )
+    assert status == 200
+    # The offline model reports zero tokens; real providers' counts: test_model_providers.
+    assert events[-1]["usage"] == [{"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}]
