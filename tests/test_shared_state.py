@@ -81,7 +81,9 @@ async def test_a_tool_changes_the_state_and_the_client_sees_each_change(
     body = with_state(run_input(thread, "r2", [again], []), state={"traveller": "Bo"})
     status, r2 = await post_run(http, "demo", body)
     assert status == 200
-    assert r2[1]["snapshot"] == {"traveller": "Bo", "savedFlights": ["XY1"]}
+    # The client sent only its new message: the run also starts with the history.
+    assert [e["type"] for e in r2[:3]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
+    assert r2[2]["snapshot"] == {"traveller": "Bo", "savedFlights": ["XY1"]}
     assert client_view(r2) == {"traveller": "Bo", "savedFlights": ["XY1", "XY2"]}
     assert (await http.get(f"/threads/{thread}")).json()["state"] == client_view(r2)
 
@@ -95,7 +97,8 @@ async def test_a_run_without_state_keeps_the_stored_state(http: httpx.AsyncClien
     del body["state"]
     status, r2 = await post_run(http, "demo", body)
     assert status == 200
-    assert r2[1] == {"type": "STATE_SNAPSHOT", "snapshot": {"savedFlights": ["XY1"]}}
+    assert r2[1]["type"] == "MESSAGES_SNAPSHOT"  # the client sent only its new message
+    assert r2[2] == {"type": "STATE_SNAPSHOT", "snapshot": {"savedFlights": ["XY1"]}}
     assert "STATE_DELTA" not in [e["type"] for e in r2]
 
 
