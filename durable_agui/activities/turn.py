@@ -263,7 +263,6 @@ class TurnActivities:
         A call whose result is already real is not run again (retry safety). The calls share
         the turn's state (``shared``); a change shows as ``STATE_DELTA`` after its result.
         """
-        tools = built.tools
         wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
         messages = await asyncio.to_thread(
             session.session_repository.list_messages, session.session_id, AGENT_ID
@@ -274,35 +273,19 @@ class TurnActivities:
         for message in messages:
             results: dict[str, ToolResult] = {}
             for block in message.message["content"]:
-                result = block.get("toolResult")
-                call = wanted.get(result["toolUseId"]) if result else None
-                if call is None or result is None:
+                call = _approved_placeholder(block, wanted, events, translator)
+                if call is None:
                     continue
-                if not is_placeholder(result):
-                    if activity.info().attempt > 1:  # ran in an earlier attempt: tell again
-                        events.publish(
-                            translator.tool_result(call.wire_id, list(result["content"]))
-                        )
-                    continue
-                tool_use: ToolUse = {
-                    "toolUseId": call.native_id,
-                    "name": call.tool_name,
-                    "input": call.args,
-                }
-                final: ToolResult | None = None
                 state = {
                     "agent": runner,
                     "approval": call.payload,
                     "context": context_state(turn.context),
                     EMITTER_KEY: events,
                 }
-                async for event in tools[call.tool_name].stream(tool_use, state):
-                    if isinstance(event, dict) and "tool_result" in event:
-                        final = event["tool_result"]
-                if final is None:
-                    final = {"toolUseId": call.native_id, "status": "error", "content": []}
-                results[call.native_id] = final
-                events.publish(translator.tool_result(call.wire_id, list(final["content"])))
+                results[call.native_id] = await _run_tool(built.tools[call.tool_name], call, state)
+                events.publish(
+                    translator.tool_result(call.wire_id, list(results[call.native_id]["content"]))
+                )
                 if (delta := shared.delta()) is not None:
                     events.publish(delta)
             if results:
@@ -310,6 +293,46 @@ class TurnActivities:
                 await asyncio.to_thread(
                     write_back, session.session_repository, session.session_id, message
                 )
+
+    def _agent(
+        self,
+        turn: TurnInput,
+        built: TurnAgent,
+        tools: list[Any],
+        approval_placeholders: dict[str, AgentTool],
+        session: RepositorySessionManager,
+    ) -> Agent:
+        """The turn's Strands ``Agent``, restored from ``session``, with the turn's context in
+        its system prompt.
+
+        Raises:
+            ApplicationError: ``AgentBuildFailed`` (not retried) when Strands refuses the
+                definition's arguments, or a tool that needs approval is not its placeholder
+                once the agent is built.
+        """
+        arguments = dict(built.arguments)
+        if turn.context:
+            arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
+        try:
+            agent = Agent(
+                **{"callback_handler": None, **arguments},
+                tools=tools,
+                session_manager=session,
+                agent_id=AGENT_ID,
+                name=built.definition.name,
+            )
+        except SESSION_ERRORS:
+            raise  # the session could not be restored: the store's failure, not the agent's
+        except Exception as err:  # what Strands refuses in the definition's arguments
+            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
+            raise build_failed(turn.agent, err) from None
+        for name, placeholder in approval_placeholders.items():
+            if agent.tool_registry.registry.get(name) is not placeholder:
+                # A hook or a tool executor replaced it at construction: it would run unasked.
+                raise build_failed(
+                    turn.agent, RuntimeError(f"tool {name!r} was replaced; it needs approval")
+                )
+        return agent
 
     async def _stream_turn(
         self,
@@ -338,28 +361,7 @@ class TurnActivities:
         user_messages = await resolve_media(turn.user_messages, self._settings)
         if turn.approved:
             await self._run_approved(turn, built, session, events, translator, shared)
-        arguments = dict(built.arguments)
-        if turn.context:
-            arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
-        try:
-            agent = Agent(
-                **{"callback_handler": None, **arguments},
-                tools=tools,
-                session_manager=session,
-                agent_id=AGENT_ID,
-                name=built.definition.name,
-            )
-        except SESSION_ERRORS:
-            raise  # the session could not be restored: the store's failure, not the agent's
-        except Exception as err:  # what Strands refuses in the definition's arguments
-            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
-            raise build_failed(turn.agent, err) from None
-        for name, placeholder in approval_placeholders.items():
-            if agent.tool_registry.registry.get(name) is not placeholder:
-                # A hook or a tool executor replaced it at construction: it would run unasked.
-                raise build_failed(
-                    turn.agent, RuntimeError(f"tool {name!r} was replaced; it needs approval")
-                )
+        agent = self._agent(turn, built, tools, approval_placeholders, session)
         agent.state = shared.state  # the session manager persists agent.state as it is now
         agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
@@ -474,6 +476,48 @@ class TurnActivities:
             await asyncio.to_thread(store.truncate_messages, session_id, start)
         return start
 
+    async def _turn_state(
+        self, turn: TurnInput, built: TurnAgent, session: RepositorySessionManager, start: int
+    ) -> StateEvents:
+        """The state the turn works with (``turn_start_state``), followed for deltas."""
+        return StateEvents(
+            await asyncio.to_thread(
+                turn_start_state,
+                session.session_repository,
+                session.session_id,
+                start,
+                dict(built.arguments.get("state") or {}),
+                turn.state,
+            )
+        )
+
+    async def _streamed(
+        self,
+        turn: TurnInput,
+        built: TurnAgent,
+        tools: list[AgentTool],
+        placeholders: dict[str, AgentTool],
+        session: RepositorySessionManager,
+        events: RunEventPublisher,
+        translator: TurnTranslator,
+        shared: StateEvents,
+    ) -> tuple[str, TokenCounts | None]:
+        """``_stream_turn``, then what the translator still holds open is closed, also when
+        it failed; a model provider's error becomes ``ModelFailed`` (``model_failure``)."""
+        try:
+            return await self._stream_turn(
+                turn, built, tools, placeholders, session, events, translator, shared
+            )
+        except Exception as err:
+            failure = model_failure(err)
+            if failure is None:
+                raise
+            logger.warning("the model of agent %r failed: %s", turn.agent, err)
+            raise failure from None
+        finally:
+            for event in translator.finish():  # this attempt leaves nothing open
+                events.publish(event)
+
     @activity.defn(name="run_turn")
     async def run_turn(self, turn: TurnInput) -> TurnOutput:
         """Run one agent turn and stream it to the run's topic as AG-UI events.
@@ -504,29 +548,15 @@ class TurnActivities:
         (``turn_start_state``), and streams a fresh ``STATE_SNAPSHOT`` of it.
         """
         built = await self._build(turn)
-        approvals = dict(built.definition.approvals)
-        # A frontend tool named as a backend one (as Strands compares names) is the backend's:
-        # the API refuses those for static tools, a factory's are known only here.
-        backend = {normal_tool_name(name) for name in built.tools}
-        frontend = [t for t in turn.frontend_tools if normal_tool_name(t.name) not in backend]
-        placeholders = {
-            name: placeholder_tool(tool.tool_spec)
-            for name, tool in built.tools.items()
-            if name in approvals
-        }
-        tools: list[AgentTool] = [
-            placeholders.get(name, tool) for name, tool in built.tools.items()
-        ] + [placeholder_tool(frontend_spec(t)) for t in frontend]
+        tools, placeholders, frontend_names = turn_tools(built, turn.frontend_tools)
         translator = TurnTranslator(
             turn.run_id,
-            {t.name for t in frontend},
-            approvals,
+            frontend_names,
+            dict(built.definition.approvals),
             attempt=activity.info().attempt,
         )
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
-        stop_reason = "unknown"
-        usage: TokenCounts | None = None
         with store_errors_as_application_errors():
             async with RunEventPublisher(turn.run_id, interval) as events:
                 # First, before anything can fail: an earlier attempt's open messages are
@@ -538,41 +568,72 @@ class TurnActivities:
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id)
                 async with heartbeating(start):
-                    shared = StateEvents(
-                        await asyncio.to_thread(
-                            turn_start_state,
-                            session.session_repository,
-                            session.session_id,
-                            start,
-                            dict(built.arguments.get("state") or {}),
-                            turn.state,
-                        )
-                    )
+                    shared = await self._turn_state(turn, built, session, start)
                     events.publish(shared.snapshot(), flush_now=True)
-                    try:
-                        stop_reason, usage = await self._stream_turn(
-                            turn, built, tools, placeholders, session, events, translator, shared
-                        )
-                    except Exception as err:
-                        for event in translator.finish():  # this attempt leaves nothing open
-                            events.publish(event)
-                        failure = model_failure(err)
-                        if failure is None:
-                            raise
-                        logger.warning("the model of agent %r failed: %s", turn.agent, err)
-                        raise failure from None
-                    for event in translator.finish():
-                        events.publish(event)
+                    stop_reason, usage = await self._streamed(
+                        turn, built, tools, placeholders, session, events, translator, shared
+                    )
                     await self._answer_not_offered(session, start, events, translator)
-            message_count = await asyncio.to_thread(
-                store.verified_count, turn.session_id or turn.thread_id, start
-            )
+            message_count = await asyncio.to_thread(store.verified_count, session_id, start)
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,
             message_count=message_count,
             usage=usage,
         )
+
+
+def _approved_placeholder(
+    block: Any,
+    wanted: dict[str, ApprovedCall],
+    events: RunEventPublisher,
+    translator: TurnTranslator,
+) -> ApprovedCall | None:
+    """The approved call whose placeholder result ``block`` is, if it still is one. A call
+    whose result is real already ran (an earlier attempt): its result is streamed again."""
+    result = block.get("toolResult")
+    call = wanted.get(result["toolUseId"]) if result else None
+    if call is None or result is None:
+        return None
+    if is_placeholder(result):
+        return call
+    if activity.info().attempt > 1:
+        events.publish(translator.tool_result(call.wire_id, list(result["content"])))
+    return None
+
+
+async def _run_tool(tool: AgentTool, call: ApprovedCall, state: dict[str, Any]) -> ToolResult:
+    """Run an approved call's tool with ``state`` as its invocation state; its result (an
+    error result when the tool produced none)."""
+    tool_use: ToolUse = {"toolUseId": call.native_id, "name": call.tool_name, "input": call.args}
+    final: ToolResult | None = None
+    async for event in tool.stream(tool_use, state):
+        if isinstance(event, dict) and "tool_result" in event:
+            final = event["tool_result"]
+    return final or {"toolUseId": call.native_id, "status": "error", "content": []}
+
+
+def turn_tools(
+    built: TurnAgent, frontend_tools: list[FrontendTool]
+) -> tuple[list[AgentTool], dict[str, AgentTool], set[str]]:
+    """The turn's tools: the agent's backend tools, those that need approval replaced by
+    placeholders, and one placeholder per client-declared frontend tool. Returns the tools,
+    the approval placeholders by name, and the frontend tools' names.
+
+    A frontend tool named as a backend one (as Strands compares names) is the backend's:
+    the API refuses those for static tools, a factory's are known only here.
+    """
+    approvals = built.definition.approvals
+    backend = {normal_tool_name(name) for name in built.tools}
+    frontend = [t for t in frontend_tools if normal_tool_name(t.name) not in backend]
+    placeholders = {
+        name: placeholder_tool(tool.tool_spec)
+        for name, tool in built.tools.items()
+        if name in approvals
+    }
+    tools = [placeholders.get(name, tool) for name, tool in built.tools.items()]
+    tools += [placeholder_tool(frontend_spec(t)) for t in frontend]
+    return tools, placeholders, {t.name for t in frontend}
 
 
 RETRIED_STATUSES = frozenset({408, 409, 429})

@@ -31,6 +31,7 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
+    ToolCall,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
@@ -43,7 +44,7 @@ from temporalio.client import Client
 
 from durable_agui.api.history import store_errors_as_http
 from durable_agui.api.streaming import RunWindow, run_event_frames
-from durable_agui.core.contract import ThreadState
+from durable_agui.core.contract import ThreadState, ToolResult
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.translation.transcript import thread_transcript, to_agui_messages
@@ -113,34 +114,51 @@ def _open_calls(
     history: list[Message] = []
     events: list[BaseEvent] = []
     for message in messages:
-        if not isinstance(message, AssistantMessage) or not message.tool_calls:
-            history.append(message)
-            continue
-        kept = [call for call in message.tool_calls if call.id not in waiting]
-        for call in message.tool_calls:
-            if call.id in waiting:
-                events += [
-                    ToolCallStartEvent(
-                        tool_call_id=call.id,
-                        tool_call_name=call.function.name,
-                        parent_message_id=message.id,
-                    ),
-                    ToolCallArgsEvent(tool_call_id=call.id, delta=call.function.arguments),
-                    ToolCallEndEvent(tool_call_id=call.id),
-                ]
-        history.append(message.model_copy(update={"tool_calls": kept or None}))
-        for call in kept:
-            result = answered.get(call.id)
-            if result is not None:
-                history.append(
-                    ToolMessage(
-                        id=f"{call.id}-result",
-                        tool_call_id=call.id,
-                        content=_TOOL_CONTENT.validate_python(result.content),
-                        error=result.error,
-                    )
-                )
+        kept, streamed = _split(message, waiting, answered)
+        history += kept
+        events += streamed
     return history, events
+
+
+def _split(
+    message: Message, waiting: set[str], answered: Mapping[str, ToolResult | None]
+) -> tuple[list[Message], list[BaseEvent]]:
+    """``message`` without its waiting calls, then the answers held for the others; and the
+    events that stream the waiting calls."""
+    if not isinstance(message, AssistantMessage) or not message.tool_calls:
+        return [message], []
+    kept = [call for call in message.tool_calls if call.id not in waiting]
+    events: list[BaseEvent] = []
+    for call in message.tool_calls:
+        if call.id in waiting:
+            events += _streamed_call(call, message.id)
+    messages: list[Message] = [message.model_copy(update={"tool_calls": kept or None})]
+    for call in kept:
+        result = answered.get(call.id)
+        if result is not None:
+            messages.append(_answer_message(call.id, result))
+    return messages, events
+
+
+def _streamed_call(call: ToolCall, parent_id: str) -> list[BaseEvent]:
+    """A call as the events that stream it."""
+    return [
+        ToolCallStartEvent(
+            tool_call_id=call.id, tool_call_name=call.function.name, parent_message_id=parent_id
+        ),
+        ToolCallArgsEvent(tool_call_id=call.id, delta=call.function.arguments),
+        ToolCallEndEvent(tool_call_id=call.id),
+    ]
+
+
+def _answer_message(wire_id: str, result: ToolResult) -> ToolMessage:
+    """An answer the thread holds (not yet written to the session) as its tool message."""
+    return ToolMessage(
+        id=f"{wire_id}-result",
+        tool_call_id=wire_id,
+        content=_TOOL_CONTENT.validate_python(result.content),
+        error=result.error,
+    )
 
 
 async def connect_frames(

@@ -82,24 +82,28 @@ def check_state_and_context(run_input: RunAgentInput, settings: Settings) -> Non
     the thread's Strands agent state, a key/value store of non-blank keys), and a ``state`` or ``context``
     larger than ``max_state_bytes`` / ``max_context_bytes`` (413): both travel in the run's
     Temporal update and its turn's input. ``null`` or no ``state`` is no state."""
-    state = run_input.state
-    if state is not None and not isinstance(state, dict):
-        raise invalid(
-            ErrorType.INVALID_STATE,
-            f"state must be a JSON object (or null), not {_json_kind(state)}",
-        )
-    blank = [key for key in state or {} if not key.strip()]
-    if blank:
-        raise invalid(ErrorType.INVALID_STATE, "state keys must not be empty or blank")
-    if state is not None and _utf8_bytes(state) > settings.max_state_bytes:
-        raise too_large(
-            f"state takes {_utf8_bytes(state)} bytes; a run may send {settings.max_state_bytes}"
-        )
+    _check_state(run_input.state, settings)
     context = [entry.model_dump(mode="json") for entry in run_input.context or []]
     if context and _utf8_bytes(context) > settings.max_context_bytes:
         raise too_large(
             f"context takes {_utf8_bytes(context)} bytes; a run may send "
             f"{settings.max_context_bytes}"
+        )
+
+
+def _check_state(state: Any, settings: Settings) -> None:
+    if state is None:
+        return
+    if not isinstance(state, dict):
+        raise invalid(
+            ErrorType.INVALID_STATE,
+            f"state must be a JSON object (or null), not {_json_kind(state)}",
+        )
+    if any(not key.strip() for key in state):
+        raise invalid(ErrorType.INVALID_STATE, "state keys must not be empty or blank")
+    if _utf8_bytes(state) > settings.max_state_bytes:
+        raise too_large(
+            f"state takes {_utf8_bytes(state)} bytes; a run may send {settings.max_state_bytes}"
         )
 
 

@@ -49,37 +49,49 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
         transcript_anchor=before[-1].id if before else "",
         run_id=run_input.run_id,
         agent=agent,
-        user_messages=[
-            UserInput(message_id=message.id, content=content_json(message.content))
-            for message in tail
-            if isinstance(message, UserMessage)
-        ],
-        tool_results=[
-            ToolResult(
-                tool_call_id=message.tool_call_id,
-                content=content_json(message.content),
-                error=message.error,
-            )
-            for message in tail
-            if isinstance(message, ToolMessage)
-        ],
+        user_messages=_user_messages(tail),
+        tool_results=_tool_results(tail),
         resume=[
             ResumeAnswer(
                 interrupt_id=entry.interrupt_id, status=entry.status, payload=entry.payload
             )
             for entry in run_input.resume or []
         ],
-        frontend_tools=[
-            FrontendTool(
-                name=tool.name,
-                description=tool.description,
-                parameters=tool.parameters if isinstance(tool.parameters, dict) else None,
-            )
-            for tool in run_input.tools or []
-        ],
+        frontend_tools=_frontend_tools(run_input),
         state=run_input.state,
         context=[
             ContextEntry(description=entry.description, value=entry.value)
             for entry in run_input.context or []
         ],
     )
+
+
+def _user_messages(tail: list[Message]) -> list[UserInput]:
+    return [
+        UserInput(message_id=message.id, content=content_json(message.content))
+        for message in tail
+        if isinstance(message, UserMessage)
+    ]
+
+
+def _tool_results(tail: list[Message]) -> list[ToolResult]:
+    return [
+        ToolResult(
+            tool_call_id=message.tool_call_id,
+            content=content_json(message.content),
+            error=message.error,
+        )
+        for message in tail
+        if isinstance(message, ToolMessage)
+    ]
+
+
+def _frontend_tools(run_input: RunAgentInput) -> list[FrontendTool]:
+    return [
+        FrontendTool(
+            name=tool.name,
+            description=tool.description,
+            parameters=tool.parameters if isinstance(tool.parameters, dict) else None,
+        )
+        for tool in run_input.tools or []
+    ]

@@ -144,12 +144,17 @@ def url_refusal(url: str, fetch_hosts: Iterable[str]) -> str | None:
     scheme, host, port = _host_and_port(url)
     if host is None or port == -1:
         return "it is not an absolute http(s) URL"
-    if scheme != "https" and not (scheme == "http" and is_loopback(host)):
+    if not _scheme_allowed(scheme, host):
         return "only https URLs are fetched"
     effective = port if port is not None else (443 if scheme == "https" else 80)
     if host in allowed or f"{host}:{effective}" in allowed:
         return None
     return f"host {host!r} is not one this server fetches media from"
+
+
+def _scheme_allowed(scheme: str | None, host: str) -> bool:
+    """``https``, or ``http`` to a loopback host (tests, a sidecar)."""
+    return scheme == "https" or (scheme == "http" and is_loopback(host))
 
 
 def same_host(first: str, second: str) -> bool:
