@@ -6,7 +6,7 @@ from strands import Agent
 from temporalio.testing import ActivityEnvironment
 
 from durable_agui.activities import ReconcileActivities
-from durable_agui.activities.turn import frontend_spec, placeholder_tool
+from durable_agui.activities.turn_parts import frontend_spec, placeholder_tool
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.contract import (
     FrontendTool,

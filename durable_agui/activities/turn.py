@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from strands import Agent
+from strands.agent.state import AgentState
 from strands.hooks import AfterModelCallEvent, AfterToolsEvent
 from strands.session.repository_session_manager import RepositorySessionManager
-from strands.tools.tools import PythonAgentTool
-from strands.types.content import ContentBlock
 from strands.types.exceptions import (
-    EventLoopException,
-    ModelThrottledException,
     SessionException,
 )
-from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+from strands.types.tools import AgentTool, ToolResult
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -29,34 +26,42 @@ from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.state import StateEvents, turn_start_state
 from durable_agui.activities.store_errors import store_errors_as_application_errors
-from durable_agui.agents import AgentDefinition, AgentRegistry, TurnContext
-from durable_agui.agents.definition import normal_tool_name
+from durable_agui.activities.turn_parts import (
+    TurnAgent,
+    approved_placeholder,
+    context_state,
+    distinct_tool_use_ids,
+    model_failure,
+    one_line,
+    prompt_blocks,
+    reports_usage,
+    run_tool,
+    token_counts,
+    turn_tools,
+    with_context,
+)
+from durable_agui.agents import AgentRegistry, TurnContext
 from durable_agui.agents.emit import EMITTER_KEY
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
     TOO_MANY_CALLS,
     ApprovedCall,
-    ContextEntry,
     ErrorType,
-    FrontendTool,
     TokenCounts,
     TurnInput,
     TurnOutput,
-    UserInput,
 )
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.translation import (
-    PLACEHOLDER_TEXT,
     TurnTranslator,
-    is_placeholder,
     tool_result_block,
-    user_content_blocks,
 )
 
 logger = logging.getLogger(__name__)
+
 
 SHUTDOWN_GRACE = timedelta(seconds=1)
 """How long a turn whose worker is shutting down (after the worker's own graceful period)
@@ -74,125 +79,26 @@ CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
 """How long a cancelled turn may take to reach Strands' next safe stopping point."""
 
 
-def placeholder_tool(spec: ToolSpec) -> AgentTool:
-    """A Strands tool that stands in for a call someone else answers.
+def initial_state(agent: str, state: Any) -> dict[str, Any]:
+    """The agent's initial state as a dict (a factory may give an ``AgentState``).
 
-    Used for client-declared frontend tools and for backend tools that need approval.
-    Calling it persists the placeholder result and asks the agent to stop once the current
-    tool batch is done (``Agent.cancel(after_current_tools=True)``), so backend calls of the
-    same batch still run and the model is not called again until the answer arrives.
+    Raises:
+        ApplicationError: ``AgentBuildFailed`` for anything else, as Strands would refuse it.
     """
-
-    async def hand_over(tool_use: ToolUse, **invocation_state: Any) -> ToolResult:
-        invocation_state["agent"].cancel(after_current_tools=True)
-        return {
-            "toolUseId": tool_use["toolUseId"],
-            "status": "success",
-            "content": [{"text": PLACEHOLDER_TEXT}],
-        }
-
-    return PythonAgentTool(spec["name"], spec, hand_over)
-
-
-def frontend_spec(tool: FrontendTool) -> ToolSpec:
-    return {
-        "name": tool.name,
-        "description": tool.description or f"Client-side tool {tool.name}",
-        "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}},
-    }
-
-
-def distinct_tool_use_ids(event: AfterModelCallEvent) -> None:
-    """Give each tool use of a model message its own ``toolUseId``, before the message is
-    stored and its tools run: some providers (local OpenAI-compatible servers among them)
-    reuse one id for parallel calls, and results are matched to calls by id. A repeated id
-    gets a suffix (``call_0`` then ``call_0_2``), within the 64 characters providers take."""
-    if event.stop_response is None:
-        return
-    seen: set[str] = set()
-    for block in event.stop_response.message.get("content", []):
-        tool_use = block.get("toolUse")
-        if tool_use is None:
-            continue
-        original = unique = str(tool_use["toolUseId"])
-        copy = 2
-        while unique in seen:
-            suffix = f"_{copy}"
-            unique = original[: 64 - len(suffix)] + suffix
-            copy += 1
-        seen.add(unique)
-        tool_use["toolUseId"] = unique
-
-
-CONTEXT_HEADING = "Context from the client for this turn:"
-"""Heads the ``RunAgentInput.context`` entries appended to a turn's system prompt."""
-
-
-def with_context(system_prompt: Any, context: list[ContextEntry]) -> Any:
-    """The turn's system prompt with the client's context entries after it (AG-UI
-    ``RunAgentInput.context``): one line ``- <description>: <value>`` each, under
-    ``CONTEXT_HEADING``. For this turn only: Strands does not store the system prompt.
-    A prompt given as content blocks gets one more text block."""
-    if not context:
-        return system_prompt
-    block = "\n".join(
-        [CONTEXT_HEADING, *(f"- {entry.description}: {entry.value}" for entry in context)]
-    )
-    if isinstance(system_prompt, list):
-        return [*system_prompt, {"text": block}]
-    return f"{system_prompt}\n\n{block}" if system_prompt else block
-
-
-def context_state(context: list[ContextEntry]) -> list[dict[str, str]]:
-    """The context entries as tools read them: ``invocation_state["context"]``."""
-    return [entry.model_dump() for entry in context]
-
-
-def token_counts(usage: dict[str, Any]) -> TokenCounts:
-    """Strands' ``Usage`` (``accumulated_usage`` of a turn's metrics) in AG-UI's terms."""
-    return TokenCounts(
-        input_tokens=int(usage.get("inputTokens", 0)),
-        output_tokens=int(usage.get("outputTokens", 0)),
-        total_tokens=int(usage.get("totalTokens", 0)),
-        cached_input_tokens=usage.get("cacheReadInputTokens"),
-        cache_write_input_tokens=usage.get("cacheWriteInputTokens"),
-    )
-
-
-def reports_usage(strands_event: dict[str, Any]) -> bool:
-    """Whether a Strands stream event is a model's usage report (its ``metadata`` chunk):
-    without one, a turn's zero counts mean "not reported", not "none used"."""
-    chunk = strands_event.get("event")
-    return isinstance(chunk, dict) and "usage" in (chunk.get("metadata") or {})
-
-
-def prompt_blocks(messages: list[UserInput]) -> list[ContentBlock] | None:
-    """New user messages as one prompt (one user message keeps roles alternating)."""
-    blocks: list[ContentBlock] = []
-    for message in messages:
-        blocks += user_content_blocks(message.content)
-    return blocks or None
-
-
-@dataclass
-class TurnAgent:
-    """One turn's agent, built from its definition before the session is touched.
-
-    ``arguments``: the ``strands.Agent`` keyword arguments (model resolved, tools not
-    included); ``tools``: the backend tools by name (those named in ``approvals`` become
-    placeholders in the turn).
-    """
-
-    definition: AgentDefinition
-    arguments: dict[str, Any]
-    tools: dict[str, AgentTool]
+    if state is None:
+        return {}
+    if isinstance(state, AgentState):
+        return dict(state.get())
+    if isinstance(state, Mapping):
+        return dict(state)
+    raise build_failed(agent, TypeError("state must be an AgentState object or a dict"))
 
 
 def build_failed(agent: str, err: BaseException) -> ApplicationError:
     """``AgentBuildFailed``, not retried: the definition gives the same agent every time,
     nothing was persisted, and the thread takes its next run."""
     return ApplicationError(
-        f"building agent {agent!r} for this turn failed: {_one_line(err)}",
+        f"building agent {agent!r} for this turn failed: {one_line(err)}",
         type=ErrorType.AGENT_BUILD_FAILED,
         non_retryable=True,
     )
@@ -273,7 +179,7 @@ class TurnActivities:
         for message in messages:
             results: dict[str, ToolResult] = {}
             for block in message.message["content"]:
-                call = _approved_placeholder(block, wanted, events, translator)
+                call = approved_placeholder(block, wanted, events, translator)
                 if call is None:
                     continue
                 state = {
@@ -282,7 +188,7 @@ class TurnActivities:
                     "context": context_state(turn.context),
                     EMITTER_KEY: events,
                 }
-                results[call.native_id] = await _run_tool(built.tools[call.tool_name], call, state)
+                results[call.native_id] = await run_tool(built.tools[call.tool_name], call, state)
                 events.publish(
                     translator.tool_result(call.wire_id, list(results[call.native_id]["content"]))
                 )
@@ -486,7 +392,7 @@ class TurnActivities:
                 session.session_repository,
                 session.session_id,
                 start,
-                dict(built.arguments.get("state") or {}),
+                initial_state(turn.agent, built.arguments.get("state")),
                 turn.state,
             )
         )
@@ -581,97 +487,3 @@ class TurnActivities:
             message_count=message_count,
             usage=usage,
         )
-
-
-def _approved_placeholder(
-    block: Any,
-    wanted: dict[str, ApprovedCall],
-    events: RunEventPublisher,
-    translator: TurnTranslator,
-) -> ApprovedCall | None:
-    """The approved call whose placeholder result ``block`` is, if it still is one. A call
-    whose result is real already ran (an earlier attempt): its result is streamed again."""
-    result = block.get("toolResult")
-    call = wanted.get(result["toolUseId"]) if result else None
-    if call is None or result is None:
-        return None
-    if is_placeholder(result):
-        return call
-    if activity.info().attempt > 1:
-        events.publish(translator.tool_result(call.wire_id, list(result["content"])))
-    return None
-
-
-async def _run_tool(tool: AgentTool, call: ApprovedCall, state: dict[str, Any]) -> ToolResult:
-    """Run an approved call's tool with ``state`` as its invocation state; its result (an
-    error result when the tool produced none)."""
-    tool_use: ToolUse = {"toolUseId": call.native_id, "name": call.tool_name, "input": call.args}
-    final: ToolResult | None = None
-    async for event in tool.stream(tool_use, state):
-        if isinstance(event, dict) and "tool_result" in event:
-            final = event["tool_result"]
-    return final or {"toolUseId": call.native_id, "status": "error", "content": []}
-
-
-def turn_tools(
-    built: TurnAgent, frontend_tools: list[FrontendTool]
-) -> tuple[list[AgentTool], dict[str, AgentTool], set[str]]:
-    """The turn's tools: the agent's backend tools, those that need approval replaced by
-    placeholders, and one placeholder per client-declared frontend tool. Returns the tools,
-    the approval placeholders by name, and the frontend tools' names.
-
-    A frontend tool named as a backend one (as Strands compares names) is the backend's:
-    the API refuses those for static tools, a factory's are known only here.
-    """
-    approvals = built.definition.approvals
-    backend = {normal_tool_name(name) for name in built.tools}
-    frontend = [t for t in frontend_tools if normal_tool_name(t.name) not in backend]
-    placeholders = {
-        name: placeholder_tool(tool.tool_spec)
-        for name, tool in built.tools.items()
-        if name in approvals
-    }
-    tools = [placeholders.get(name, tool) for name, tool in built.tools.items()]
-    tools += [placeholder_tool(frontend_spec(t)) for t in frontend]
-    return tools, placeholders, {t.name for t in frontend}
-
-
-RETRIED_STATUSES = frozenset({408, 409, 429})
-"""HTTP statuses of a model provider worth another attempt besides 5xx (RFC 9110: timeout,
-conflict; RFC 6585: too many requests)."""
-
-
-def model_failure(err: BaseException) -> ApplicationError | None:
-    """The ``ModelFailed`` error for an exception a model provider raised, or ``None`` for
-    anything else (it stays as it is: retried, then a generic ``TurnFailed``).
-
-    A provider's HTTP error (the OpenAI, Anthropic and most other SDKs put the status in
-    ``status_code``) is retried when retrying can help (5xx, ``RETRIED_STATUSES``) and not
-    otherwise (a bad key, a model that does not exist: every attempt would fail alike);
-    Strands' ``ModelThrottledException`` is retried. The message names the status, never
-    the provider's text (it may quote the request).
-    """
-    while isinstance(err, EventLoopException) and err.__cause__ is not None:
-        err = err.__cause__  # Strands wraps what a model call raised
-    if isinstance(err, ModelThrottledException):
-        return ApplicationError(
-            "the model provider is throttling requests; the turn is tried again",
-            type=ErrorType.MODEL_FAILED,
-        )
-    status = getattr(err, "status_code", None)
-    if not isinstance(status, int) or not 400 <= status <= 599:
-        return None
-    retried = status >= 500 or status in RETRIED_STATUSES
-    return ApplicationError(
-        f"the model provider answered HTTP {status}"
-        + ("" if retried else "; check the agent's model settings (key, model id)"),
-        type=ErrorType.MODEL_FAILED,
-        non_retryable=not retried,
-    )
-
-
-def _one_line(err: BaseException) -> str:
-    """An author's exception as a client may read it: its first line, without the class
-    name, at most 200 characters (the worker's log has the traceback)."""
-    lines = str(err).strip().splitlines()
-    return (lines[0] if lines else "no message")[:200]
