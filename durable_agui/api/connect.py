@@ -23,12 +23,9 @@ from typing import Any
 from ag_ui.core import (
     AssistantMessage,
     BaseEvent,
-    Interrupt,
     Message,
     MessagesSnapshotEvent,
     RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
     ToolCall,
@@ -45,6 +42,7 @@ from temporalio.client import Client
 from durable_agui.api.history import store_errors_as_http
 from durable_agui.api.streaming import RunWindow, run_event_frames
 from durable_agui.core.contract import ThreadState, ToolResult
+from durable_agui.core.outcomes import run_outcome
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.translation.transcript import thread_transcript, to_agui_messages
@@ -78,28 +76,12 @@ def _history_before_run(settings: Settings, state: ThreadState) -> list[Message]
 
 
 def waiting_outcome(thread_id: str, run_id: str, state: ThreadState) -> RunFinishedEvent:
-    """The ``RUN_FINISHED`` of a run that leaves the thread as ``state`` shows it: the same
-    outcome as ``workflows.outcomes.finished_event`` (``interrupt`` with every approval still
-    waiting, else ``success`` naming the frontend calls still waiting)."""
-    waiting = [i for i in state.interrupts if i.resolution is None]
-    outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
-    if waiting:
-        outcome = RunFinishedInterruptOutcome(
-            interrupts=[
-                Interrupt(
-                    id=i.interrupt_id,
-                    reason="tool_approval",
-                    message=i.message,
-                    tool_call_id=i.wire_id,
-                    response_schema=i.response_schema,
-                    expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
-                )
-                for i in waiting
-            ]
-        )
-    else:
-        calls = [c.wire_id for c in state.pending_tool_calls if c.result is None]
-        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=calls or None)
+    """The ``RUN_FINISHED`` of a run that leaves the thread as ``state`` shows it, with the
+    outcome the thread's own runs end with (``core.outcomes.run_outcome``)."""
+    outcome = run_outcome(
+        [i for i in state.interrupts if i.resolution is None],
+        [c.wire_id for c in state.pending_tool_calls if c.result is None],
+    )
     return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
 
 

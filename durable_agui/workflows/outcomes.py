@@ -1,22 +1,15 @@
 """How a run ends on the wire: the AG-UI 1.0 ``RUN_FINISHED`` outcome, or ``RUN_ERROR``.
 
-Source of the rules: AG-UI 1.0 "Interrupts" (an open approval ends the run with outcome
-``interrupt``; a frontend call ends it ``success`` with ``pendingToolCallIds``).
+The outcome's rule (AG-UI 1.0 "Interrupts") is ``core.outcomes.run_outcome``.
 """
 
 from __future__ import annotations
 
-from ag_ui.core import (
-    Interrupt,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome,
-    TokenUsage,
-)
+from ag_ui.core import RunErrorEvent, RunFinishedEvent, TokenUsage
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType, TokenCounts
+from durable_agui.core.outcomes import run_outcome
 from durable_agui.workflows.batch import ToolCallBatch
 
 
@@ -35,24 +28,7 @@ def finished_event(
     """``RUN_FINISHED`` for a run that leaves ``batch`` as it is: ``interrupt`` with every
     approval still waiting, else ``success`` naming the frontend calls still waiting;
     ``usage``: the run's turn's token usage."""
-    waiting = batch.waiting_interrupts()
-    outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
-    if waiting:
-        outcome = RunFinishedInterruptOutcome(
-            interrupts=[
-                Interrupt(
-                    id=i.interrupt_id,
-                    reason="tool_approval",
-                    message=i.message,
-                    tool_call_id=i.wire_id,
-                    response_schema=i.response_schema,
-                    expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
-                )
-                for i in waiting
-            ]
-        )
-    else:
-        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=batch.waiting_call_ids() or None)
+    outcome = run_outcome(batch.waiting_interrupts(), batch.waiting_call_ids())
     return RunFinishedEvent(
         thread_id=thread_id, run_id=run_id, outcome=outcome, usage=usage_entries(usage)
     )

@@ -1,0 +1,35 @@
+"""The AG-UI 1.0 ``RUN_FINISHED`` outcome of a run that leaves a thread waiting, or not.
+
+Source of the rule: AG-UI 1.0 "Interrupts": an approval still waiting ends the run with
+outcome ``interrupt`` (every waiting approval, with its expiry); otherwise the outcome is
+``success``, naming the frontend calls still waiting in ``pendingToolCallIds``. The thread
+workflow (``workflows.outcomes.finished_event``) and the connect stream
+(``api.connect.waiting_outcome``) both end runs with it.
+"""
+
+from __future__ import annotations
+
+from ag_ui.core import Interrupt, RunFinishedInterruptOutcome, RunFinishedSuccessOutcome
+
+from durable_agui.core.contract import OpenInterrupt
+
+
+def run_outcome(
+    waiting_interrupts: list[OpenInterrupt], waiting_call_ids: list[str]
+) -> RunFinishedSuccessOutcome | RunFinishedInterruptOutcome:
+    """The outcome for the approvals and frontend calls (by wire id) still waiting."""
+    if not waiting_interrupts:
+        return RunFinishedSuccessOutcome(pending_tool_call_ids=waiting_call_ids or None)
+    return RunFinishedInterruptOutcome(
+        interrupts=[
+            Interrupt(
+                id=i.interrupt_id,
+                reason="tool_approval",
+                message=i.message,
+                tool_call_id=i.wire_id,
+                response_schema=i.response_schema,
+                expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
+            )
+            for i in waiting_interrupts
+        ]
+    )
