@@ -76,7 +76,6 @@ SESSION_ERRORS: tuple[type[Exception], ...] = (
 failures, reported as such (``store_errors_as_application_errors``), not the agent's."""
 CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
 """The assistant message a turn cancelled at a safe point ends with (not streamed)."""
-"""How long a cancelled turn may take to reach Strands' next safe stopping point."""
 
 
 def initial_state(agent: str, state: Any) -> dict[str, Any]:
