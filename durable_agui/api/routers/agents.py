@@ -10,7 +10,6 @@ from pydantic import BaseModel
 from durable_agui.agents import AgentDefinition
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.capabilities import agent_capabilities
-from durable_agui.api.connect import connect_frames
 from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import (
@@ -124,6 +123,9 @@ async def connect_agent(
             f"thread {thread_id!r} belongs to agent {state.agent!r}, not {agent!r}",
         )
     workflow_id = workflow_id_for(thread_id, principal)
+    # Imported on first use: the session stores' drivers load with it (``history``).
+    from durable_agui.api.connect import connect_frames
+
     frames = await connect_frames(
         client, settings, workflow_id, thread_id, run_input.run_id, state, definition.state
     )
