@@ -215,6 +215,22 @@ class Cluster:
     def start_worker(self, name: str, env: dict[str, str] | None = None) -> None:
         self._spawn(name, ["worker"], env)
 
+    def wait_until_serving(self, name: str) -> None:
+        """Wait until process ``name`` says it serves (its store ready, Temporal polled).
+
+        Raises:
+            TimeoutError: it did not within 60 s, or it ended (its log says why).
+        """
+        log = self.folder / f"{name}.log"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if "durable-agui: serving" in log.read_text(errors="replace"):
+                return
+            if self.processes[name].poll() is not None:
+                break
+            time.sleep(0.1)
+        raise TimeoutError(f"{name} is not serving: {log.read_text(errors='replace')}")
+
     def start_api(self, name: str, port: int | None = None) -> str:
         """Start an API process (on ``port``, else a free one) and wait until it answers."""
         port = port or free_port()

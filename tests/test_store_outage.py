@@ -156,6 +156,7 @@ async def test_a_new_thread_whose_store_is_away_ends_its_first_run_and_takes_the
     sdk-core hands over unwrapped: it once failed the whole thread (a 404 for ever after)."""
     deployment.start_worker("w")
     url = deployment.start_api("api")
+    deployment.wait_until_serving("w")  # it checks the store as it starts: before the stop
     thread = "outage-first-count"
     user = {"id": "u1", "role": "user", "content": "hello there"}
     postgres.stop(keep_data=True)
