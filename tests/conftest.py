@@ -10,14 +10,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.async_api import Browser, Page, async_playwright
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.settings import Settings
+from tests.browser import FLAGS, VIEWPORT
 from tests.fresh_venv import ProjectStack, Venv, copy_checkout
 from tests.media_server import MediaServer
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
+from tests.prerequisites import require_chromium
 from tests.stack import (
     ALL_STORES,
     S3_CREDENTIALS,
@@ -243,3 +246,25 @@ def travel(request: pytest.FixtureRequest) -> str:
         return dev.url
     embedded: ProjectStack = request.getfixturevalue("travel_embedded")
     return f"{embedded.url}/ai"
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's ``chromium`` (``tests/browser.py``), one per test module."""
+    chromium = require_chromium()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=chromium, args=FLAGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    """A fresh browser context (no cookies, no storage) and its page, closed after the test."""
+    context = await browser.new_context(viewport=VIEWPORT)
+    try:
+        yield await context.new_page()
+    finally:
+        await context.close()

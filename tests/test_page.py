@@ -7,46 +7,13 @@ download). Screenshots of every step go to ``test-output/`` at the repository ro
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Page, expect
 
 from durable_agui.sessions.file import FileSessionStore
-from tests.prerequisites import require_chromium
+from tests.browser import shot
 from tests.stack import DevStack
-
-SHOTS = Path(__file__).parent.parent / "test-output"
-FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    chromium = require_chromium()
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=chromium, args=FLAGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-@pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    context = await browser.new_context(viewport={"width": 1100, "height": 700})
-    try:
-        yield await context.new_page()
-    finally:
-        await context.close()
-
-
-async def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(exist_ok=True)
-    await page.screenshot(path=SHOTS / f"{name}.png")
 
 
 async def test_a_person_answers_a_frontend_tool_after_a_reload(
