@@ -62,7 +62,7 @@ export class DurableAgentRunner extends AgentRunner {
     super();
     this.serverUrl = serverUrl.replace(/\/$/, "");
     this.agents = agents;
-    this.runs = new Map(); // threadId -> runId of the run this process streams
+    this.runs = new Map(); // threadId -> {sent, actual}: the run this process streams, its runIds
   }
 
   run({ threadId, agent, input: sent }) {
@@ -71,11 +71,12 @@ export class DurableAgentRunner extends AgentRunner {
     // refuses a runId used before with other input (409: that is its retry guard).
     const input = sent.resume?.length ? { ...sent, runId: `resume-${randomUUID()}` } : sent;
     return new Observable((subscriber) => {
-      this.runs.set(threadId, input.runId);
+      const run = { sent: sent.runId, actual: input.runId };
+      this.runs.set(threadId, run);
       const subscription = withRunError(agent.run(input)).subscribe(subscriber);
       return () => {
         subscription.unsubscribe();
-        if (this.runs.get(threadId) === input.runId) this.runs.delete(threadId);
+        if (this.runs.get(threadId) === run) this.runs.delete(threadId);
       };
     });
   }
@@ -110,10 +111,13 @@ export class DurableAgentRunner extends AgentRunner {
 
   // The page's stop button: the server stops the run at its next safe point.
   async stop({ threadId, runId }) {
-    const response = await fetch(`${this.serverUrl}/threads/${encodeURIComponent(threadId)}/cancel`, {
+    const run = this.runs.get(threadId);
+    const serverRunId = run && run.sent === runId ? run.actual : runId;
+    const url = `${this.serverUrl}/threads/${encodeURIComponent(threadId)}/cancel`;
+    const response = await fetch(url, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(runId ? { runId } : {}),
+      body: JSON.stringify(serverRunId ? { runId: serverRunId } : {}),
     });
     return response.ok;
   }

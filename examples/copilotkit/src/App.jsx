@@ -4,6 +4,7 @@ import {
   useAgent,
   useHumanInTheLoop,
   useInterrupt,
+  useRenderTool,
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-ui/v2/styles.css";
 import { useState } from "react";
@@ -64,6 +65,18 @@ function ApprovalCard({ interrupt, resolve, cancel }) {
   );
 }
 
+// Backend tools (they run on the server): one line each, while they run and once done.
+function ToolCallLine({ name, parameters, status }) {
+  return (
+    <div className="tool-call" data-status={status}>
+      <code>
+        {name}({parameters ? JSON.stringify(parameters) : ""})
+      </code>{" "}
+      {status === "complete" ? "done" : "running…"}
+    </div>
+  );
+}
+
 // Shared state: the thread's state as the server streams it (STATE_SNAPSHOT, STATE_DELTA).
 function SavedFlights() {
   const { agent } = useAgent({ agentId: AGENT });
@@ -92,6 +105,7 @@ function Page({ threadId }) {
     render: ConfirmBookingCard,
   });
   useInterrupt({ agentId: AGENT, render: ApprovalCard });
+  useRenderTool({ name: "*", render: ToolCallLine }, []);
   return (
     <div className="layout">
       <aside>
@@ -111,6 +125,9 @@ function Page({ threadId }) {
             </li>
             <li>
               <code>think about flights</code>
+            </li>
+            <li>
+              <code>{'call cancel_booking {"booking":"BK-1"}'}</code>
             </li>
           </ul>
         </section>
