@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.settings import Settings
 from tests.browser import FLAGS, VIEWPORT
+from tests.copilotkit_page import CopilotKitPage, build_copilotkit_page
 from tests.fresh_venv import ProjectStack, Venv, copy_checkout
 from tests.media_server import MediaServer
 from tests.postgres import ExternalPostgres, PostgresServer, throwaway_postgres
@@ -268,3 +269,18 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
         yield await context.new_page()
     finally:
         await context.close()
+
+
+@pytest.fixture(scope="module")
+def copilotkit_page(
+    running_stack: DevStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CopilotKitPage]:
+    """``examples/copilotkit`` built (``npm ci`` first when its ``node_modules`` is missing or
+    older than its lockfile) and served, page and CopilotKit runtime, on ``running_stack``."""
+    build_copilotkit_page()
+    served = CopilotKitPage(running_stack.url, tmp_path_factory.mktemp("copilotkit") / "node.log")
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()

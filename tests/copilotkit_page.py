@@ -1,0 +1,95 @@
+"""``examples/copilotkit``, built and served for the tests: the CopilotKit page and its
+runtime (one Node process, ``server/index.mjs``) in front of a durable-agui stack.
+
+The page's JavaScript comes from the example's committed lockfile (``npm ci``) and is built
+with the example's own ``npm run build`` (Vite), so the test runs what a person would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from durable_agui.cli.devserver import free_port
+from tests.prerequisites import require_node
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "copilotkit"
+
+
+def build_copilotkit_page() -> None:
+    """``npm ci`` when ``node_modules`` is missing or older than the lockfile, then the build.
+
+    Raises:
+        subprocess.CalledProcessError: npm failed (its output is in the error).
+    """
+    _, npm = require_node()
+    installed = EXAMPLE / "node_modules" / ".package-lock.json"  # written by npm ci
+    lockfile = EXAMPLE / "package-lock.json"
+    if not installed.exists() or lockfile.stat().st_mtime > installed.stat().st_mtime:
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=EXAMPLE, check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    subprocess.run([npm, "run", "build"], cwd=EXAMPLE, check=True, capture_output=True, timeout=300)
+
+
+class CopilotKitPage:
+    """``node server/index.mjs`` on a free loopback port, talking to the durable-agui API at
+    ``server_url``; its output goes to ``log_path``."""
+
+    def __init__(self, server_url: str, log_path: Path) -> None:
+        self.server_url = server_url
+        self.log_path = log_path
+        self.port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Start it and wait until the runtime answers ``/api/copilotkit/info``.
+
+        Raises:
+            TimeoutError: it did not answer in ``timeout_s`` or it ended (its log says why).
+        """
+        node, _ = require_node()
+        env = {
+            **os.environ,
+            "DURABLE_AGUI_URL": self.server_url,
+            "PORT": str(self.port),
+            "HOST": "127.0.0.1",
+            "COPILOTKIT_TELEMETRY_DISABLED": "true",  # no reporting home from the runtime
+        }
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self._process = subprocess.Popen(
+            [node, "server/index.mjs"],
+            cwd=EXAMPLE, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self._process.poll() is None:
+            try:
+                if httpx.get(f"{self.url}/api/copilotkit/info", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"the CopilotKit page did not come up: {self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        """SIGTERM its process group; SIGKILL if it is still there after 10 s."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
