@@ -66,9 +66,9 @@ export class DurableAgentRunner extends AgentRunner {
   }
 
   run({ threadId, agent, input: sent }) {
-    // CopilotKit 1.74's useInterrupt resumes under the interrupted run's runId (its "logical
-    // run identity"); AG-UI's interrupts doc has the resume as a new run, and the server
-    // refuses a runId used before with other input (409: that is its retry guard).
+    // CopilotKit 1.74's useInterrupt resumes under the interrupted run's runId (CopilotKit
+    // issue #6999, fix open in #7001); AG-UI's interrupts doc has the resume as a new run, and
+    // the server refuses a runId used before with other input (409: that is its retry guard).
     const input = sent.resume?.length ? { ...sent, runId: `resume-${randomUUID()}` } : sent;
     return new Observable((subscriber) => {
       const run = { sent: sent.runId, actual: input.runId };
