@@ -25,17 +25,23 @@ def build_copilotkit_page() -> None:
     """``npm ci`` when ``node_modules`` is missing or older than the lockfile, then the build.
 
     Raises:
-        subprocess.CalledProcessError: npm failed (its output is in the error).
+        RuntimeError: npm failed; the message ends with its output.
     """
-    _, npm = require_node()
     installed = EXAMPLE / "node_modules" / ".package-lock.json"  # written by npm ci
     lockfile = EXAMPLE / "package-lock.json"
     if not installed.exists() or lockfile.stat().st_mtime > installed.stat().st_mtime:
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=EXAMPLE, check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-    subprocess.run([npm, "run", "build"], cwd=EXAMPLE, check=True, capture_output=True, timeout=300)
+        _npm("ci", "--no-audit", "--no-fund", timeout_s=600)
+    _npm("run", "build", timeout_s=300)
+
+
+def _npm(*args: str, timeout_s: float) -> None:
+    _, npm = require_node()
+    done = subprocess.run(
+        [npm, *args], cwd=EXAMPLE, capture_output=True, text=True, timeout=timeout_s
+    )
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr)[-4000:]
+        raise RuntimeError(f"npm {' '.join(args)} failed in {EXAMPLE}:\n{output}")
 
 
 class CopilotKitPage:
