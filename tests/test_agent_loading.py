@@ -96,7 +96,7 @@ def user(message_id: str, text: str) -> dict[str, Any]:
 TOOLS = """
 import threading
 
-from durable_agui import AgentDefinition, ApprovalRule
+from durable_agui import AgentDefinition, ApprovalRule, PredictState
 from strands import tool
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 
@@ -159,6 +159,15 @@ BAD_DEFINITIONS = [
      "copied for each turn"),
     ('name="t", state={"when": object()}', "agent 't': state must be JSON-serialisable"),
     ('name="t", state=["LIS"]', "agent 't': state must be a JSON object"),
+    ('name="t", predict_state=[PredictState("doc", "write_document", "document")]', ""),
+    ('name="t", predict_state=PredictState("doc", "write", "d")', "agent 't': predict_state "
+     "must be a list of PredictState"),
+    ('name="t", predict_state=[{"state_key": "doc"}]', "agent 't': predict_state must be a "
+     "list of PredictState"),
+    ('name="t", predict_state=[PredictState(" ", "write", "d")]', "agent 't': predict_state "
+     "must be PredictState of non-blank strings"),
+    ('name="t", predict_state=[PredictState("d", "w", "a"), PredictState("d", "w", "b")]',
+     "agent 't': predict_state maps 'w' to 'd' twice"),
     ('name="t", model="gpt-4o"', "agent 't': model: unknown model provider 'gpt-4o'"),
     ('name="t", model="nonsense:foo"', "agent 't': model: unknown model provider 'nonsense'"),
     ('name="t", model="openai"', "agent 't': model: 'openai' names no model"),
