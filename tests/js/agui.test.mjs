@@ -296,3 +296,39 @@ test("connect gives a reloaded page the stored state, and predicted state before
   await run(reloaded, { tools: [WRITE_DOCUMENT] });
   assert.equal(lastAssistantText(reloaded), "write_document -> success: accepted");
 });
+
+test("media parts round-trip as parts with data sources", async () => {
+  const agent = newAgent("media");
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  agent.addMessage({
+    id: randomUUID(),
+    role: "user",
+    content: [
+      { type: "text", text: "what is in it" },
+      { type: "image", source: { type: "data", mimeType: "image/png", value: png } },
+    ],
+  });
+  await run(agent);
+  assert.equal(lastAssistantText(agent), "echo: what is in it");
+  const [stored] = await serverMessages(agent);
+  assert.deepEqual(stored.content, agent.messages[0].content);
+});
+
+test("a backend tool's activity and custom events reach the client in order", async () => {
+  const agent = newAgent("activity");
+  const custom = [];
+  say(agent, 'call check_in {"flight":"A1","passengers":2}');
+  const events = [];
+  await agent.runAgent({}, {
+    onEvent: ({ event }) => events.push(event),
+    onCustomEvent: ({ event }) => custom.push(event),
+  });
+  const kinds = events.map((e) => e.type);
+  assert.deepEqual(
+    kinds.filter((k) => k.startsWith("ACTIVITY_") || k === "CUSTOM" || k === "TOOL_CALL_RESULT"),
+    ["ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA", "CUSTOM", "TOOL_CALL_RESULT"],
+  );
+  assert.deepEqual(custom.map((e) => e.value), [{ flight: "A1", of: 2 }]);
+  const card = agent.messages.find((m) => m.role === "activity");
+  assert.deepEqual(card.content, { flight: "A1", done: 2, of: 2 });
+});
