@@ -243,3 +243,10 @@ def travel(request: pytest.FixtureRequest) -> str:
         return dev.url
     embedded: ProjectStack = request.getfixturevalue("travel_embedded")
     return f"{embedded.url}/ai"
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the module's ``stack`` (a module's own ``stack`` fixture)."""
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client

@@ -22,7 +22,7 @@ from durable_agui import AgentsNotLoaded, Settings, create_router, load_agents, 
 from durable_agui.agents.demo import DEMO_AGENT
 from durable_agui.cli.devserver import free_port
 from tests.stack import DevStack
-from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of, user
 
 BIN = Path(sys.executable).parent
 
@@ -87,10 +87,6 @@ def write_modules(folder: Path, modules: dict[str, str]) -> Path:
     for name, source in modules.items():
         (folder / f"{name}.py").write_text(source)
     return folder
-
-
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
 
 
 TOOLS = """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from tests.model_servers import (
     SentToolCall,
     SentToolResult,
 )
-from tests.stack import STORES, DevStack, store_env
+from tests.stack import STORES, DevStack, started, store_env
 from tests.support import (
     CONFIRM_BOOKING,
     persisted_messages,
@@ -149,18 +149,8 @@ def stack(
         "TEST_ANTHROPIC_URL": servers["anthropic"].url,
         "TEST_OPENAI_REUSED_IDS_URL": f"{servers['openai-reused-ids'].url}/v1",
     }
-    running = DevStack(tmp_path / "data", tmp_path / "dev.log", env=env)
-    try:
-        running.start()
+    with started(tmp_path, env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -5,7 +5,7 @@ store, so it outlives workflow runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,7 +13,7 @@ import jsonpatch
 import pytest
 
 from durable_agui.core.contract import FrontendTool
-from tests.stack import STORES, DevStack, store_env
+from tests.stack import STORES, DevStack, started, store_env
 from tests.support import (
     check_stream,
     parse_sse,
@@ -22,6 +22,7 @@ from tests.support import (
     run_input,
     store_snapshot,
     text_of,
+    user,
 )
 
 
@@ -31,22 +32,8 @@ def stack(
 ) -> Iterator[DevStack]:
     folder = tmp_path_factory.mktemp("state")
     env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1", **store_env(request, request.param)}
-    running = DevStack(folder / "data", folder / "dev.log", env=env)
-    running.start()
-    try:
+    with started(folder, env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
-
-
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
 
 
 def with_state(body: dict[str, Any], **fields: Any) -> dict[str, Any]:
