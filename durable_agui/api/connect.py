@@ -43,7 +43,7 @@ from durable_agui.agents.definition import PredictState
 from durable_agui.api.history import store_errors_as_http
 from durable_agui.api.streaming import RunWindow, run_event_frames
 from durable_agui.core.contract import ThreadState, ToolResult
-from durable_agui.core.outcomes import run_outcome
+from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.translation.events import predict_state_event
@@ -216,6 +216,9 @@ async def connect_frames(
                 if prediction is not None:  # as the call's own run streamed it
                     yield encoder.encode(prediction)
             yield encoder.encode(event)
-        yield encoder.encode(waiting_outcome(thread_id, run_id, state))
+        finished: BaseEvent = waiting_outcome(thread_id, run_id, state)
+        if not settings.pending_tool_call_ids:
+            finished = without_pending_ids(finished)
+        yield encoder.encode(finished)
 
     return short_run()
