@@ -29,7 +29,7 @@ import os
 import random
 from typing import Any
 
-from durable_agui import AgentDefinition
+from durable_agui import AgentDefinition, PredictState
 from pydantic import BaseModel, Field
 from strands import ToolContext, tool
 from strands.hooks import BeforeModelCallEvent, HookProvider, HookRegistry
@@ -251,6 +251,8 @@ AGENTIC_GENERATIVE_UI = AgentDefinition(
     description="AWS Strands agent with generative UI and state streaming",
     model=openai_model(),
     tools=[plan_task_steps],
+    # The UI shows the steps while the model writes them, as the example server's mapping.
+    predict_state=[PredictState(state_key="steps", tool="plan_task_steps", tool_argument="steps")],
     hooks=[
         StateInPrompt(
             "steps",
