@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         AgentRegistry,
         AgentsNotLoaded,
         ApprovalRule,
+        PredictState,
         TurnContext,
         load_agents,
     )
@@ -45,6 +46,7 @@ _PUBLIC = {
     "AgentRegistry": "durable_agui.agents",
     "AgentsNotLoaded": "durable_agui.agents",
     "ApprovalRule": "durable_agui.agents",
+    "PredictState": "durable_agui.agents",
     "TurnContext": "durable_agui.agents",
     "load_agents": "durable_agui.agents",
     "emit": "durable_agui.agents.emit",
@@ -78,6 +80,7 @@ __all__ = [
     "AgentsNotLoaded",
     "ApprovalRule",
     "OfflineModel",
+    "PredictState",
     "RequestBodyCheck",
     "Settings",
     "TurnContext",

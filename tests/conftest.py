@@ -284,3 +284,10 @@ def copilotkit_page(
         yield served
     finally:
         served.stop()
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the module's ``stack`` (a module's own ``stack`` fixture)."""
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client

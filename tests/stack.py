@@ -6,12 +6,14 @@ Tests import it from here; the fixtures that hold these stacks live in ``conftes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, cast
 
@@ -167,6 +169,18 @@ class DevStack:
         subprocess.run(
             ["pkill", "-KILL", "-f", str(self.data_dir / "temporal.sqlite")], check=False
         )
+
+
+@contextlib.contextmanager
+def started(folder: Path, env: dict[str, str] | None = None) -> Iterator[DevStack]:
+    """A ``DevStack`` in ``folder`` (``data/``, ``dev.log``), started, and stopped on the way
+    out, also when starting it failed (a fixture's ``yield from``-able body)."""
+    running = DevStack(folder / "data", folder / "dev.log", env=env or {})
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
 
 
 class Cluster:

@@ -88,6 +88,11 @@ async def thread_state(client: Client, thread_id: str) -> ThreadState:
     )
 
 
+def user(message_id: str, text: str) -> dict[str, Any]:
+    """An AG-UI user message with text ``content``."""
+    return {"id": message_id, "role": "user", "content": text}
+
+
 def text_of(events: list[dict[str, Any]]) -> str:
     return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
 

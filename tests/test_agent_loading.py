@@ -22,7 +22,7 @@ from durable_agui import AgentsNotLoaded, Settings, create_router, load_agents, 
 from durable_agui.agents.demo import DEMO_AGENT
 from durable_agui.cli.devserver import free_port
 from tests.stack import DevStack
-from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of, user
 
 BIN = Path(sys.executable).parent
 
@@ -89,14 +89,10 @@ def write_modules(folder: Path, modules: dict[str, str]) -> Path:
     return folder
 
 
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
-
-
 TOOLS = """
 import threading
 
-from durable_agui import AgentDefinition, ApprovalRule
+from durable_agui import AgentDefinition, ApprovalRule, PredictState
 from strands import tool
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 
@@ -159,6 +155,15 @@ BAD_DEFINITIONS = [
      "copied for each turn"),
     ('name="t", state={"when": object()}', "agent 't': state must be JSON-serialisable"),
     ('name="t", state=["LIS"]', "agent 't': state must be a JSON object"),
+    ('name="t", predict_state=[PredictState("doc", "write_document", "document")]', ""),
+    ('name="t", predict_state=PredictState("doc", "write", "d")', "agent 't': predict_state "
+     "must be a list of PredictState"),
+    ('name="t", predict_state=[{"state_key": "doc"}]', "agent 't': predict_state must be a "
+     "list of PredictState"),
+    ('name="t", predict_state=[PredictState(" ", "write", "d")]', "agent 't': predict_state "
+     "must be PredictState of non-blank strings"),
+    ('name="t", predict_state=[PredictState("d", "w", "a"), PredictState("d", "w", "b")]',
+     "agent 't': predict_state maps 'w' to 'd' twice"),
     ('name="t", model="gpt-4o"', "agent 't': model: unknown model provider 'gpt-4o'"),
     ('name="t", model="nonsense:foo"', "agent 't': model: unknown model provider 'nonsense'"),
     ('name="t", model="openai"', "agent 't': model: 'openai' names no model"),

@@ -244,7 +244,9 @@ async def test_a_run_from_an_empty_transcript_starts_with_the_thread_history(
 
     assert status == 200
     assert kinds(events)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
-    assert events[1]["messages"] == [*history, again]
+    # The new message under the id the thread stores it with: GET /messages shows the same.
+    assert events[1]["messages"] == [*history, {**again, "id": "m2"}]
+    assert (await server_messages(http, "snap"))[2] == events[1]["messages"][2]
     assert [e["type"] for e in events].count("MESSAGES_SNAPSHOT") == 1
     replayed = parse_sse((await http.get("/threads/snap/runs/r2/events")).text)
     assert replayed == events

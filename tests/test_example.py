@@ -12,7 +12,7 @@ import httpx
 from durable_agui.core.contract import FrontendTool
 from tests.fresh_venv import ProjectStack
 from tests.stack import DevStack
-from tests.support import parse_sse, post_run, run_input, text_of
+from tests.support import parse_sse, post_run, run_input, text_of, user
 
 CONFIRM_BOOKING = FrontendTool(
     name="confirm_booking",
@@ -21,10 +21,6 @@ CONFIRM_BOOKING = FrontendTool(
 )
 SEAT_SCHEMA = {"type": "object", "properties": {"seat": {"type": "string"}}}
 STAMP = "[checked by the travel desk]"
-
-
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
 
 
 def calls_of(events: list[dict[str, Any]], tool: str) -> list[str]:

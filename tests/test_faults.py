@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,27 @@ def after_retry(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return events[marks[-1] + 1 :]
 
 
+def hand_over_on(
+    cluster: Cluster, event_type: str
+) -> Callable[[list[dict[str, Any]]], Awaitable[None]]:
+    """A ``stream_run`` watcher that, once the stream shows ``event_type``, starts worker
+    ``b`` and SIGKILLs worker ``a`` (once): the turn's retry runs on ``b``."""
+
+    async def hand_over(events: list[dict[str, Any]]) -> None:
+        if "a" in cluster.processes and any(e["type"] == event_type for e in events):
+            cluster.start_worker("b")
+            cluster.kill("a")
+
+    return hand_over
+
+
 async def test_worker_killed_while_the_model_streams(cluster: Cluster) -> None:
     cluster.start_worker("a", SLOW_MODEL)
     url = cluster.start_api("api")
     text = " ".join(f"w{n}" for n in range(40))
     body = run_input("f-model", "r1", [{"id": "u1", "role": "user", "content": text}], [])
 
-    async def crash_mid_stream(events: list[dict[str, Any]]) -> None:
-        if "a" in cluster.processes and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
-            cluster.start_worker("b")
-            cluster.kill("a")
+    crash_mid_stream = hand_over_on(cluster, "TEXT_MESSAGE_CONTENT")
 
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         events, _ = await stream_run(http, "/agents/demo", crash_mid_stream, json=body)
@@ -77,10 +89,7 @@ async def test_worker_killed_while_a_backend_tool_runs(cluster: Cluster) -> None
     call = 'call lookup_flight {"flight":"K1","delay_seconds":4}'
     body = run_input("f-tool", "r1", [{"id": "u1", "role": "user", "content": call}], [])
 
-    async def crash_in_tool(events: list[dict[str, Any]]) -> None:
-        if "a" in cluster.processes and any(e["type"] == "TOOL_CALL_END" for e in events):
-            cluster.start_worker("b")
-            cluster.kill("a")
+    crash_in_tool = hand_over_on(cluster, "TOOL_CALL_END")
 
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         events, _ = await stream_run(http, "/agents/demo", crash_in_tool, json=body)
@@ -153,10 +162,7 @@ async def test_worker_killed_after_a_tool_changed_the_state(cluster: Cluster) ->
         "state": {"traveller": "Ada"},
     }
 
-    async def crash_after_the_change(events: list[dict[str, Any]]) -> None:
-        if "a" in cluster.processes and any(e["type"] == "STATE_DELTA" for e in events):
-            cluster.start_worker("b")
-            cluster.kill("a")
+    crash_after_the_change = hand_over_on(cluster, "STATE_DELTA")
 
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         events, _ = await stream_run(http, "/agents/demo", crash_after_the_change, json=body)

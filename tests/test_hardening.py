@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.event_log import POLL_UPDATE, read_thread
-from tests.stack import BIN, DevStack
+from tests.stack import BIN, DevStack, started
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,
@@ -33,6 +33,7 @@ from tests.support import (
     run_input,
     store_snapshot,
     text_of,
+    user,
 )
 
 CALL = 'call confirm_booking {"flight":"XY123"}'
@@ -43,22 +44,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     folder = tmp_path_factory.mktemp("hardening")
     # Continue as new every two turns, so that what a thread carries is exercised often.
     env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "2"}
-    running = DevStack(folder / "data", folder / "dev.log", env=env)
-    running.start()
-    try:
+    with started(folder, env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
-
-
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
 
 
 async def still_answers(http: httpx.AsyncClient, thread: str, run_id: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pytest
 
 from durable_agui.cli.devserver import free_port
 from durable_agui.translation import PLACEHOLDER_TEXT
-from tests.stack import BIN, STORES, DevStack, store_env
+from tests.stack import BIN, STORES, DevStack, started, store_env
 from tests.support import (
     CHOOSE_SEAT,
     CONFIRM_BOOKING,
@@ -51,18 +51,8 @@ def stack(
         "DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "50",
         **store_env(request, request.param),
     }
-    running = DevStack(folder / "data", folder / "dev.log", env=env)
-    running.start()
-    try:
+    with started(folder, env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
 
 
 class Thread:

@@ -5,15 +5,25 @@ store, so it outlives workflow runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import jsonpatch
 import pytest
 
-from tests.stack import STORES, DevStack, store_env
-from tests.support import persisted_messages, post_run, run_input, store_snapshot, text_of
+from durable_agui.core.contract import FrontendTool
+from tests.stack import STORES, DevStack, started, store_env
+from tests.support import (
+    check_stream,
+    parse_sse,
+    persisted_messages,
+    post_run,
+    run_input,
+    store_snapshot,
+    text_of,
+    user,
+)
 
 
 @pytest.fixture(scope="module", params=STORES)
@@ -22,22 +32,8 @@ def stack(
 ) -> Iterator[DevStack]:
     folder = tmp_path_factory.mktemp("state")
     env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1", **store_env(request, request.param)}
-    running = DevStack(folder / "data", folder / "dev.log", env=env)
-    running.start()
-    try:
+    with started(folder, env) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
-
-
-def user(message_id: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "content": text}
 
 
 def with_state(body: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -164,3 +160,72 @@ async def test_run_finished_carries_the_turns_usage(http: httpx.AsyncClient) -> 
     assert status == 200
     # The offline model reports zero tokens; real providers' counts: test_model_providers.
     assert events[-1]["usage"] == [{"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}]
+
+
+WRITE_DOCUMENT = FrontendTool(
+    name="write_document",
+    description="Show the person a document to accept or change.",
+    parameters={
+        "type": "object",
+        "properties": {"document": {"type": "string"}},
+        "required": ["document"],
+    },
+)
+
+DOCUMENT = "Dear Ada, your flight XY1 leaves at 09:40 from gate B7. " * 4
+
+
+def predicted(events: list[dict[str, Any]], wire_id: str) -> str:
+    """What a client shows as ``state.document`` once the call's arguments are in: the
+    ``tool_argument`` the ``PredictState`` event names, read out of the call's deltas."""
+    prediction = next(e for e in events if e["type"] == "CUSTOM" and e["name"] == "PredictState")
+    (mapping,) = prediction["value"]
+    args = "".join(
+        e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == wire_id
+    )
+    value: str = json.loads(args)[mapping["tool_argument"]]
+    return value
+
+
+async def test_a_mapped_argument_is_predicted_while_it_streams_and_again_after_a_restart(
+    stack: DevStack,
+) -> None:
+    thread = "predict-1"
+    write = user("u1", "call write_document " + json.dumps({"document": DOCUMENT}))
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        status, r1 = await post_run(
+            http, "demo", run_input(thread, "r1", [write], [WRITE_DOCUMENT])
+        )
+    assert status == 200
+    kinds = [e["type"] for e in r1]
+    start = r1[kinds.index("TOOL_CALL_START")]
+    wire_id = start["toolCallId"]
+    # The mapping comes first, then the arguments in several pieces, as the model writes them.
+    assert r1[kinds.index("TOOL_CALL_START") - 1] == {
+        "type": "CUSTOM",
+        "name": "PredictState",
+        "value": [{"state_key": "document", "tool": "write_document", "tool_argument": "document"}],
+    }
+    assert kinds.count("TOOL_CALL_ARGS") > 1
+    assert predicted(r1, wire_id) == DOCUMENT
+    assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [wire_id]}
+    # The prediction is the client's: the stored state has no document.
+    assert "document" not in (stack.store.agent_state(thread) or {})
+
+    stack.stop()
+    stack.start()
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        response = await http.post("/agents/demo/connect", json=run_input(thread, "c1", [], []))
+        assert response.status_code == 200
+        opened = parse_sse(response.text)
+        check_stream(opened)
+        opened_kinds = [e["type"] for e in opened]
+        # A reloaded page predicts the pending call's document again.
+        assert opened_kinds[opened_kinds.index("TOOL_CALL_START") - 1] == "CUSTOM"
+        assert predicted(opened, wire_id) == DOCUMENT
+
+        answer = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "accepted"}
+        status, r2 = await post_run(http, "demo", run_input(thread, "r2", [answer], []))
+    assert status == 200
+    assert text_of(r2) == "write_document -> success: accepted"
+    assert r2[-1]["outcome"] == {"type": "success"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from durable_agui.sessions.file import FileSessionStore
-from tests.stack import BIN, DevStack
+from tests.stack import BIN, DevStack, started
 from tests.support import (
     CONFIRM_BOOKING,
     parse_sse,
@@ -34,18 +34,8 @@ from tests.support import (
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     folder = tmp_path_factory.mktemp("consistency")
-    running = DevStack(folder / "data", folder / "dev.log")
-    running.start()
-    try:
+    with started(folder) as running:
         yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
 
 
 async def say(http: httpx.AsyncClient, thread: str, run_id: str, text: str) -> list[Any]:

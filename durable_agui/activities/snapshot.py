@@ -36,11 +36,22 @@ def transcript_is_stale(anchor: str, history: list[Message], last_turn_run_id: s
     return streamed is None or streamed["run"] != last_turn_run_id
 
 
+def prompt_id(index: int, k: int) -> str:
+    """The id a snapshot gives the ``k``-th new user message of a turn that stores its
+    prompt at ``index``: ``m<index>``, the id the stored message has, then
+    ``m<index>.<k>`` (the thread stores a turn's new user messages as one message).
+
+    Not the client's ids: ``@ag-ui/client`` applies ``MESSAGES_SNAPSHOT`` by keeping the
+    messages it already has where they are and appending the others, so a tail under the
+    client's ids would stay before the history it follows."""
+    return f"m{index}" if k == 0 else f"m{index}.{k}"
+
+
 async def snapshot_if_stale(
     turn: TurnInput, store: SessionStore, session_id: str, start: int, events: RunEventPublisher
 ) -> None:
     """Publish ``MESSAGES_SNAPSHOT`` (the history before the turn, wire ids, then the run's
-    new user messages under the client's ids) when the client's transcript is stale.
+    new user messages, ``prompt_id``) when the client's transcript is stale.
 
     On retry: the run's stream is read first; a snapshot an earlier attempt published is
     not published again (the history it showed is the one this attempt starts from).
@@ -64,7 +75,9 @@ async def snapshot_if_stale(
         if any(item.data["type"] == "MESSAGES_SNAPSHOT" for item in logged):
             return
     prompt: list[Message] = [
-        UserMessage.model_validate({"id": m.message_id, "role": "user", "content": m.content})
-        for m in turn.user_messages
+        UserMessage.model_validate(
+            {"id": prompt_id(start, k), "role": "user", "content": m.content}
+        )
+        for k, m in enumerate(turn.user_messages)
     ]
     events.publish(MessagesSnapshotEvent(messages=history + prompt), flush_now=True)

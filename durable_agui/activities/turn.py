@@ -459,6 +459,7 @@ class TurnActivities:
             frontend_names,
             dict(built.definition.approvals),
             attempt=activity.info().attempt,
+            predict_state=built.definition.predict_state,
         )
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)

@@ -8,6 +8,7 @@ from durable_agui.agents.definition import (
     AgentDefinitionError,
     AgentFactory,
     ApprovalRule,
+    PredictState,
     TurnContext,
 )
 from durable_agui.agents.registry import AgentRegistry, AgentsNotLoaded, load_agents
@@ -19,6 +20,7 @@ __all__ = [
     "AgentRegistry",
     "AgentsNotLoaded",
     "ApprovalRule",
+    "PredictState",
     "TurnContext",
     "load_agents",
 ]

@@ -42,6 +42,29 @@ class ApprovalRule:
 
 
 @dataclass(frozen=True)
+class PredictState:
+    """A tool argument that a UI shows as a state key while the model writes it (AG-UI
+    predictive state updates, as CopilotKit and ``ag-ui-strands`` name them).
+
+    Before each call of ``tool`` streams, the run sends a ``CUSTOM`` event named
+    ``PredictState`` whose value lists the tool's mappings as ``{"state_key", "tool",
+    "tool_argument"}``; the client then reads ``tool_argument`` out of the call's
+    ``TOOL_CALL_ARGS`` deltas as they arrive and shows it as ``state[state_key]``. The
+    prediction is the client's: the stored state changes only when a tool or hook writes
+    ``agent.state`` (then ``STATE_DELTA``). ``tool`` is a backend tool of the agent or a
+    frontend tool its clients declare.
+    """
+
+    state_key: str
+    tool: str
+    tool_argument: str
+
+    def payload(self) -> dict[str, str]:
+        """The mapping as the ``PredictState`` event carries it."""
+        return {"state_key": self.state_key, "tool": self.tool, "tool_argument": self.tool_argument}
+
+
+@dataclass(frozen=True)
 class TurnContext:
     """What a factory is told about the turn it builds an agent for."""
 
@@ -71,6 +94,8 @@ class AgentDefinition:
     ``hooks``: Strands hook providers (shared by every turn); ``conversation_manager`` is
     copied for each turn (it keeps per-conversation state); ``state``: the agent state a new
     thread starts with (Strands restores a thread's own state after that).
+    ``predict_state``: tool arguments a UI shows as state keys while they stream
+    (``PredictState``).
     ``agent_kwargs``: any other ``strands.Agent`` argument (``trace_attributes``,
     ``record_direct_tool_call``, ``tool_executor``...), checked against its signature.
     ``factory``: instead of the fields above, a callable that returns the ``strands.Agent``
@@ -100,6 +125,7 @@ class AgentDefinition:
     hooks: Sequence[Any] = field(default_factory=tuple)
     conversation_manager: Any = None
     state: Mapping[str, Any] | None = None
+    predict_state: Sequence[PredictState] = ()
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
     factory: AgentFactory | None = None
 
@@ -280,6 +306,25 @@ def _check_state(agent: str, definition: AgentDefinition) -> None:
         ) from None
 
 
+def _check_predict_state(agent: str, definition: AgentDefinition) -> None:
+    mappings = definition.predict_state
+    if not isinstance(mappings, list | tuple):
+        raise _refusal(agent, "predict_state", "a list of PredictState", mappings)
+    seen: set[tuple[str, str]] = set()
+    for mapping in mappings:
+        if not isinstance(mapping, PredictState):
+            raise _refusal(agent, "predict_state", "a list of PredictState", mapping)
+        for part in (mapping.state_key, mapping.tool, mapping.tool_argument):
+            if not isinstance(part, str) or not part.strip():
+                raise _refusal(agent, "predict_state", "PredictState of non-blank strings", part)
+        if (mapping.tool, mapping.state_key) in seen:
+            raise AgentDefinitionError(
+                f"agent {agent!r}: predict_state maps {mapping.tool!r} to "
+                f"{mapping.state_key!r} twice"
+            )
+        seen.add((mapping.tool, mapping.state_key))
+
+
 def _check_factory_and_approvals(agent: str, definition: AgentDefinition) -> None:
     factory = definition.factory
     if factory is not None and (not callable(factory) or inspect.iscoroutinefunction(factory)):
@@ -315,6 +360,7 @@ _FIELD_CHECKS = (
     _check_hooks,
     _check_conversation_manager,
     _check_state,
+    _check_predict_state,
     _check_factory_and_approvals,
     _check_agent_kwargs,
 )

@@ -3,7 +3,8 @@
 Backend tools: ``lookup_flight`` (runs at once), ``check_in`` (streams its progress to the
 page with ``durable_agui.emit``), ``save_flight`` (adds a flight to the thread's shared
 state) and ``cancel_booking`` (runs only once a person approves it; the approval's payload
-may carry a ``note``).
+may carry a ``note``). Predictive state: a client that declares a ``write_document`` tool
+sees its ``document`` argument as ``state.document`` while the model writes it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ag_ui._generated.models import ReplaceOperation
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, CustomEvent
 from strands import ToolContext, tool
 
-from durable_agui.agents.definition import AgentDefinition, ApprovalRule
+from durable_agui.agents.definition import AgentDefinition, ApprovalRule, PredictState
 from durable_agui.agents.emit import emit
 
 
@@ -109,6 +110,9 @@ DEMO_AGENT = AgentDefinition(
             response_schema={"type": "object", "properties": {"note": {"type": "string"}}},
         )
     },
+    predict_state=(
+        PredictState(state_key="document", tool="write_document", tool_argument="document"),
+    ),
 )
 
 AGENTS = [DEMO_AGENT]

@@ -15,8 +15,9 @@ Behaviour (documented in the README, relied on by the tests):
   redacted reasoning block holding the UTF-8 bytes of ``<text>``, in order. The answer
   itself is unchanged (the echo includes those lines).
 
-Text is streamed word by word. ``first_chunk_delay_ms`` and ``chunk_delay_ms`` make a turn
-look like a real model's (the benchmark uses 200 ms and 10 ms).
+Text is streamed word by word, a call's arguments (compact JSON) in pieces of at most
+``ARGS_PIECE`` characters. ``first_chunk_delay_ms`` and ``chunk_delay_ms`` make a turn look
+like a real model's (the benchmark uses 200 ms and 10 ms).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 T = TypeVar("T", bound=BaseModel)
+
+ARGS_PIECE = 64
+"""A call's arguments stream in pieces of at most this many characters (one piece, one
+``TOOL_CALL_ARGS``), so arguments up to it arrive whole."""
 
 _CALL_LINE = re.compile(r"^\s*call\s+([A-Za-z0-9_.-]+)\s+(\{.*\})\s*$")
 _THINK_LINE = re.compile(r"^\s*think(-redacted)?\s+(.*?)\s*$")
@@ -210,12 +215,17 @@ class OfflineModel(Model):
                     "start": {"toolUse": {"toolUseId": tool_use_id, "name": name}},
                 }
             }
-            yield {
-                "contentBlockDelta": {
-                    "contentBlockIndex": index,
-                    "delta": {"toolUse": {"input": json.dumps(arguments)}},
+            text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+            for start in range(0, len(text), ARGS_PIECE):
+                if start:
+                    await self._pause("chunk_delay_ms")
+                piece = text[start : start + ARGS_PIECE]
+                yield {
+                    "contentBlockDelta": {
+                        "contentBlockIndex": index,
+                        "delta": {"toolUse": {"input": piece}},
+                    }
                 }
-            }
             yield {"contentBlockStop": {"contentBlockIndex": index}}
             index += 1
         yield {"messageStop": {"stopReason": "tool_use" if calls else "end_turn"}}

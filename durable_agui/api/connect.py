@@ -17,7 +17,7 @@ its workflow but reads):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -39,12 +39,14 @@ from ag_ui.encoder import EventEncoder
 from pydantic import TypeAdapter
 from temporalio.client import Client
 
+from durable_agui.agents.definition import PredictState
 from durable_agui.api.history import store_errors_as_http
 from durable_agui.api.streaming import RunWindow, run_event_frames
 from durable_agui.core.contract import ThreadState, ToolResult
-from durable_agui.core.outcomes import run_outcome
+from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
+from durable_agui.translation.events import predict_state_event
 from durable_agui.translation.transcript import thread_transcript, to_agui_messages
 
 _TOOL_CONTENT: TypeAdapter[str | list[ContentPart]] = TypeAdapter(str | list[ContentPart])
@@ -151,11 +153,13 @@ async def connect_frames(
     run_id: str,
     state: ThreadState | None,
     initial_state: Mapping[str, Any] | None = None,
+    predict_state: Sequence[PredictState] = (),
 ) -> AsyncIterator[str]:
     """The connect stream of a thread whose bookkeeping is ``state`` (``None``: no thread
     yet). Reads the session store before the first frame, so its failures are 503s
     (``store_errors_as_http``), not a broken stream. ``STATE_SNAPSHOT`` holds the thread's
-    shared state as stored (``initial_state``, the agent's, before any turn stored one).
+    shared state as stored (``initial_state``, the agent's, before any turn stored one); an
+    open call of a tool ``predict_state`` maps is preceded by its ``PredictState`` event.
 
     ``run_id`` names the short run of a thread with no run to join (the client's ``runId``).
     """
@@ -207,7 +211,14 @@ async def connect_frames(
         yield encoder.encode(MessagesSnapshotEvent(messages=history))
         yield encoder.encode(StateSnapshotEvent(snapshot=shared))
         for event in open_calls:
+            if isinstance(event, ToolCallStartEvent):
+                prediction = predict_state_event(event.tool_call_name, predict_state)
+                if prediction is not None:  # as the call's own run streamed it
+                    yield encoder.encode(prediction)
             yield encoder.encode(event)
-        yield encoder.encode(waiting_outcome(thread_id, run_id, state))
+        finished: BaseEvent = waiting_outcome(thread_id, run_id, state)
+        if not settings.pending_tool_call_ids:
+            finished = without_pending_ids(finished)
+        yield encoder.encode(finished)
 
     return short_run()

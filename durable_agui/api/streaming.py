@@ -17,6 +17,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from durable_agui.core.contract import ErrorType, ThreadState, event_from_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.translation.open_parts import OpenParts
 
@@ -120,6 +121,8 @@ class _RunReader:
 
     def frame(self, offset: int, data: dict[str, Any]) -> str:
         event = event_from_wire(data)
+        if not self.settings.pending_tool_call_ids:
+            event = without_pending_ids(event)
         self.still_open.see(data)
         self.offset = offset + 1
         self.end = max(self.end, self.offset)

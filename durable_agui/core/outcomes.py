@@ -9,7 +9,13 @@ workflow (``workflows.outcomes.finished_event``) and the connect stream
 
 from __future__ import annotations
 
-from ag_ui.core import Interrupt, RunFinishedInterruptOutcome, RunFinishedSuccessOutcome
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+)
 
 from durable_agui.core.contract import OpenInterrupt
 
@@ -33,3 +39,16 @@ def run_outcome(
             for i in waiting_interrupts
         ]
     )
+
+
+def without_pending_ids(event: BaseEvent) -> BaseEvent:
+    """``event`` as a client on the TypeScript ``@ag-ui/core`` 0.0.x reads it: a
+    ``RUN_FINISHED`` success outcome without ``pendingToolCallIds``, which that schema's
+    closed success outcome refuses (``Settings.pending_tool_call_ids`` false). Every other
+    event as it is; the calls stay pending in the thread either way."""
+    outcome = getattr(event, "outcome", None)
+    if not isinstance(event, RunFinishedEvent) or not isinstance(
+        outcome, RunFinishedSuccessOutcome
+    ):
+        return event
+    return event.model_copy(update={"outcome": RunFinishedSuccessOutcome()})

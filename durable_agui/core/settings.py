@@ -144,6 +144,12 @@ class Settings(BaseSettings):
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 
+    pending_tool_call_ids: bool = True
+    """``RUN_FINISHED``'s success outcome names the frontend calls still waiting
+    (``pendingToolCallIds``, AG-UI 1.0). Set false for clients on the TypeScript
+    ``@ag-ui/core`` 0.0.x (CopilotKit 1.61, the AG-UI Dojo): their success outcome is a
+    closed object, so the key fails the whole run there and its frontend tools never run."""
+
     @field_validator("media_fetch_hosts")
     @classmethod
     def _lowercase_hosts(cls, hosts: list[str]) -> list[str]:

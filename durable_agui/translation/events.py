@@ -1,22 +1,27 @@
 """Translating a Strands agent's stream into AG-UI events, minting wire ids on the way.
 
 Strands yields ``{"data": ...}`` for text deltas, ``{"event": ...}`` for each raw model
-chunk (reasoning is read from those) and ``{"message": ...}`` for each finished message
-(the model's, then the one holding tool results). The translator turns them into
-``TEXT_MESSAGE_*``, ``REASONING_*`` (``reasoning.py``), ``TOOL_CALL_START/ARGS/END`` and, for
-backend tools only, ``TOOL_CALL_RESULT``. The placeholder result of a frontend or approval call is never
-translated: the client owns that call, and its answer arrives in a later run.
+chunk (reasoning and tool calls as they stream are read from those) and ``{"message": ...}``
+for each finished message (the model's, then the one holding tool results). The translator
+turns them into ``TEXT_MESSAGE_*``, ``REASONING_*`` (``reasoning.py``),
+``TOOL_CALL_START/ARGS/END`` and, for backend tools only, ``TOOL_CALL_RESULT``. A call's
+arguments stream as the model writes them (one ``TOOL_CALL_ARGS`` per model delta), after a
+``CUSTOM`` ``PredictState`` event when the agent maps one of its arguments to a state key.
+The placeholder result of a frontend or approval call is never translated: the client owns
+that call, and its answer arrives in a later run.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -27,7 +32,7 @@ from ag_ui.core import (
 )
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.agents.definition import ApprovalRule
+from durable_agui.agents.definition import ApprovalRule, PredictState
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
     MAX_NATIVE_ID,
@@ -50,6 +55,14 @@ calls past it are kept with ``argsOmitted`` too."""
 def mint_wire_id() -> str:
     """A fresh wire id (``toolCallId``), unique in the thread."""
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def predict_state_event(tool_name: str, mappings: Sequence[PredictState]) -> BaseEvent | None:
+    """The ``CUSTOM`` ``PredictState`` event that precedes a call of ``tool_name``: its value
+    lists the ``{"state_key", "tool", "tool_argument"}`` mappings of that tool (the shape
+    CopilotKit and ``ag-ui-strands`` use), or ``None`` when the agent maps none."""
+    value = [mapping.payload() for mapping in mappings if mapping.tool == tool_name]
+    return CustomEvent(name="PredictState", value=value) if value else None
 
 
 def _check_native_id(native_id: str) -> None:
@@ -99,12 +112,21 @@ class TurnTranslator:
         frontend_tool_names: set[str],
         approvals: dict[str, ApprovalRule],
         attempt: int = 1,
+        predict_state: Sequence[PredictState] = (),
     ) -> None:
         # Message ids carry the attempt: a retried turn's messages are new messages.
         self._id_prefix = f"{run_id}-a{attempt}"
         self._frontend = frontend_tool_names
         self._approvals = approvals
+        self._predict_state = tuple(predict_state)
         self._text_message_id: str | None = None
+        # The model message being streamed, as the raw chunks tell it: its id (the text's,
+        # or one minted for its calls), the wire ids of its calls so far (in order: the
+        # finished message's tool uses are matched by position, as their ids may be made
+        # distinct after streaming) and the one whose arguments are streaming.
+        self._message_id: str | None = None
+        self._message_calls: list[str] = []
+        self._streaming_call: str | None = None
         self._messages = 0
         self._reasoning = ReasoningStream(self._next_message_id)
         self.tool_calls: list[ToolCallRecord] = []
@@ -153,24 +175,74 @@ class TurnTranslator:
 
     def finish(self) -> list[BaseEvent]:
         """Close whatever is still open at the end of the turn."""
-        return self._reasoning.close() + self._close_text()
+        return self._reasoning.close() + self._close_text() + self._end_streaming_call()
 
     def _on_chunk(self, chunk: dict[str, Any]) -> list[BaseEvent]:
-        """Reasoning, from the raw chunks: its deltas, the end of its block, the end of the
-        model's message (text deltas and tool uses arrive as their own events)."""
+        """Reasoning and tool calls, from the raw chunks: their deltas, the end of their
+        block, the end of the model's message (text deltas arrive as their own events)."""
+        if "messageStart" in chunk:  # also a model call Strands retries: streamed anew
+            events = self._end_streaming_call()
+            self._message_id, self._message_calls = None, []
+            return events
+        tool_use = chunk.get("contentBlockStart", {}).get("start", {}).get("toolUse")
+        if isinstance(tool_use, dict):
+            return self._start_call(tool_use)
         delta = chunk.get("contentBlockDelta", {}).get("delta", {})
         if isinstance(delta.get("reasoningContent"), dict):
             return self._close_text() + self._reasoning.delta(delta["reasoningContent"])
+        if isinstance(delta.get("toolUse"), dict):
+            return self._call_args(delta["toolUse"].get("input"))
         if "contentBlockStop" in chunk:
-            return self._reasoning.block_stop()
+            return self._reasoning.block_stop() + self._end_streaming_call()
         if "messageStop" in chunk:
-            return self._reasoning.close()
+            return self._reasoning.close() + self._end_streaming_call()
         return []
+
+    def _message_parent_id(self) -> str:
+        """The id of the model message being streamed, as its calls' ``parentMessageId``:
+        its text's, else one minted for it."""
+        if self._message_id is None:
+            self._message_id = self._text_message_id or self._next_message_id()
+        return self._message_id
+
+    def _start_call(self, tool_use: dict[str, Any]) -> list[BaseEvent]:
+        """``TOOL_CALL_START`` as the model begins a call (after ``PredictState`` when its
+        arguments feed the state), under a freshly minted wire id."""
+        native_id, name = tool_use.get("toolUseId"), tool_use.get("name")
+        if not isinstance(native_id, str) or not isinstance(name, str):
+            return []  # the finished message still has it: streamed whole then
+        _check_native_id(native_id)
+        events = self._end_streaming_call() + self._reasoning.close()
+        parent_id = self._message_parent_id()
+        events += self._close_text()
+        wire_id = mint_wire_id()
+        self._message_calls.append(wire_id)
+        self._streaming_call = wire_id
+        if (prediction := predict_state_event(name, self._predict_state)) is not None:
+            events.append(prediction)
+        events.append(
+            ToolCallStartEvent(
+                tool_call_id=wire_id, tool_call_name=name, parent_message_id=parent_id
+            )
+        )
+        return events
+
+    def _call_args(self, piece: Any) -> list[BaseEvent]:
+        if self._streaming_call is None or not isinstance(piece, str) or not piece:
+            return []
+        return [ToolCallArgsEvent(tool_call_id=self._streaming_call, delta=piece)]
+
+    def _end_streaming_call(self) -> list[BaseEvent]:
+        if self._streaming_call is None:
+            return []
+        event = ToolCallEndEvent(tool_call_id=self._streaming_call)
+        self._streaming_call = None
+        return [event]
 
     def _on_text(self, text: str) -> list[BaseEvent]:
         if not text:
             return []
-        events: list[BaseEvent] = self._reasoning.close()
+        events: list[BaseEvent] = self._reasoning.close() + self._end_streaming_call()
         if self._text_message_id is None:
             self._text_message_id = self._next_message_id()
             events.append(TextMessageStartEvent(message_id=self._text_message_id, role="assistant"))
@@ -178,18 +250,28 @@ class TurnTranslator:
         return events
 
     def _on_assistant_message(self, message: dict[str, Any]) -> list[BaseEvent]:
-        events = self._reasoning.close()
-        parent_id = self._text_message_id
+        """The model's finished message: its calls are recorded, and those the raw chunks did
+        not stream (a provider that sends a call whole) are streamed now."""
+        events = self._reasoning.close() + self._end_streaming_call()
+        parent_id = self._message_id or self._text_message_id
         events += self._close_text()
         budget = _OpenCallBudget()
+        streamed = iter(self._message_calls)
         for block in message.get("content", []):
             tool_use = block.get("toolUse")
             if tool_use is None:
                 continue
             _check_native_id(tool_use["toolUseId"])
-            parent_id = parent_id or self._next_message_id()
-            record, args_json = self._record(tool_use, budget)
+            wire_id = next(streamed, None)
+            record, args_json = self._record(tool_use, budget, wire_id or mint_wire_id())
             self._wire_ids[record.native_id] = record.wire_id
+            if wire_id is not None:
+                continue
+            parent_id = parent_id or self._next_message_id()
+            if (
+                prediction := predict_state_event(record.tool_name, self._predict_state)
+            ) is not None:
+                events.append(prediction)
             events += [
                 ToolCallStartEvent(
                     tool_call_id=record.wire_id,
@@ -199,10 +281,11 @@ class TurnTranslator:
                 ToolCallArgsEvent(tool_call_id=record.wire_id, delta=args_json),
                 ToolCallEndEvent(tool_call_id=record.wire_id),
             ]
+        self._message_id, self._message_calls = None, []
         return events
 
     def _record(
-        self, tool_use: dict[str, Any], budget: _OpenCallBudget
+        self, tool_use: dict[str, Any], budget: _OpenCallBudget, wire_id: str
     ) -> tuple[ToolCallRecord, str]:
         """The call's record, kept in ``tool_calls`` or ``not_offered``, and its arguments as
         JSON (for the stream)."""
@@ -215,7 +298,7 @@ class TurnTranslator:
         keep_args = kind != "backend" and budget.keeps(len(args_json))
         rule = self._approvals.get(tool_use["name"])
         record = ToolCallRecord(
-            wire_id=mint_wire_id(),
+            wire_id=wire_id,
             native_id=tool_use["toolUseId"],
             tool_name=tool_use["name"],
             args=args if keep_args else {},

@@ -195,3 +195,140 @@ test("a reloaded page connects, gets its history and pending card back, and answ
   assert.equal(lastAssistantText(reloaded), 'confirm_booking -> success: {"approved":true,"flight":"R1"}');
   assert.equal((await reloaded.getCapabilities()).humanInTheLoop.supported, true);
 });
+
+test("shared state: the client's state merges with the stored one and follows each delta", async () => {
+  const agent = newAgent("state");
+  agent.setState({ traveller: "Ada" });
+  say(agent, 'call save_flight {"flight":"S1"}');
+  const first = await run(agent);
+  assert.deepEqual(first.events.find((e) => e.type === "STATE_SNAPSHOT").snapshot, { traveller: "Ada" });
+  assert.ok(first.events.some((e) => e.type === "STATE_DELTA"));
+  assert.deepEqual(agent.state, { traveller: "Ada", savedFlights: ["S1"] });
+  const thread = await (await fetch(`${BASE}/threads/${agent.threadId}`)).json();
+  assert.deepEqual(thread.state, agent.state);
+
+  // The client changes its key; the tool's key is kept and grows.
+  agent.setState({ ...agent.state, traveller: "Bo" });
+  say(agent, 'call save_flight {"flight":"S2"}');
+  await run(agent);
+  assert.deepEqual(agent.state, { traveller: "Bo", savedFlights: ["S1", "S2"] });
+});
+
+test("context reaches the tools for that run only and is not stored", async () => {
+  const agent = newAgent("context");
+  say(agent, 'call save_flight {"flight":"C1"}');
+  const first = await run(agent, { context: [{ description: "home airport", value: "LHR" }] });
+  const result = JSON.parse(first.events.find((e) => e.type === "TOOL_CALL_RESULT").content);
+  assert.equal(result.contextEntries, 1);
+  say(agent, 'call save_flight {"flight":"C2"}');
+  const second = await run(agent);
+  assert.equal(JSON.parse(second.events.find((e) => e.type === "TOOL_CALL_RESULT").content).contextEntries, 0);
+  assert.ok(!JSON.stringify(await serverMessages(agent)).includes("LHR"));
+});
+
+test("a second device with an empty transcript gets the history in a messages snapshot", async () => {
+  const agent = newAgent("snapshot");
+  say(agent, "hello from the first device");
+  await run(agent);
+
+  const other = new DurableAgent({ url: `${BASE}/agents/demo`, threadId: agent.threadId });
+  say(other, "hello from the second");
+  const { events } = await run(other);
+  assert.equal(events[1].type, "MESSAGES_SNAPSHOT");
+  assert.deepEqual(other.messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
+  assert.equal(lastAssistantText(other), "echo: hello from the second");
+  assert.deepEqual(other.messages.map((m) => m.id).slice(0, 2), (await serverMessages(agent)).map((m) => m.id).slice(0, 2));
+
+  // The first device's transcript is stale now: its next run starts with the snapshot too.
+  say(agent, "and again from the first");
+  const stale = await run(agent);
+  assert.equal(stale.events[1].type, "MESSAGES_SNAPSHOT");
+  assert.equal(agent.messages.filter((m) => m.role === "user").length, 3);
+});
+
+test("reasoning streams as reasoning messages, kept by the thread", async () => {
+  const agent = newAgent("reasoning");
+  say(agent, "think about flights\nhello");
+  const { events } = await run(agent);
+  const kinds = events.map((e) => e.type);
+  assert.ok(kinds.indexOf("REASONING_START") < kinds.indexOf("REASONING_END"));
+  assert.ok(kinds.indexOf("REASONING_END") < kinds.indexOf("TEXT_MESSAGE_START"));
+  const reasoning = agent.messages.filter((m) => m.role === "reasoning");
+  assert.deepEqual(reasoning.map((m) => m.content), ["about flights"]);
+  assert.deepEqual(
+    (await serverMessages(agent)).filter((m) => m.role === "reasoning").map((m) => m.content),
+    ["about flights"],
+  );
+
+  // The transcript with its reasoning message is the thread's history: no snapshot.
+  say(agent, "hello again");
+  const next = await run(agent);
+  assert.ok(!next.events.some((e) => e.type === "MESSAGES_SNAPSHOT"));
+  assert.equal(lastAssistantText(agent), "echo: hello again");
+});
+
+test("connect gives a reloaded page the stored state, and predicted state before a pending call", async () => {
+  const WRITE_DOCUMENT = {
+    name: "write_document",
+    description: "Show the person a draft.",
+    parameters: { type: "object", properties: { document: { type: "string" } } },
+  };
+  const documentText = "Dear Ada, your flight XY1 leaves at 09:40 from gate B7; boarding closes at 09:10.";
+  const agent = newAgent("predict");
+  agent.setState({ traveller: "Ada" });
+  say(agent, `call write_document ${JSON.stringify({ document: documentText })}`);
+  const first = await run(agent, { tools: [WRITE_DOCUMENT] });
+  const kinds = first.events.map((e) => e.type);
+  const prediction = first.events[kinds.indexOf("TOOL_CALL_START") - 1];
+  assert.equal(prediction.name, "PredictState");
+  assert.deepEqual(prediction.value, [{ state_key: "document", tool: "write_document", tool_argument: "document" }]);
+  assert.ok(kinds.filter((k) => k === "TOOL_CALL_ARGS").length > 1);
+
+  const reloaded = new DurableAgent({ url: `${BASE}/agents/demo`, threadId: agent.threadId });
+  const custom = [];
+  await reloaded.connectAgent({}, { onCustomEvent: ({ event }) => { custom.push(event.name); } });
+  assert.deepEqual(custom, ["PredictState"]);
+  assert.deepEqual(reloaded.state, { traveller: "Ada" });
+  const call = reloaded.messages.flatMap((m) => m.toolCalls ?? [])[0];
+  assert.equal(JSON.parse(call.function.arguments).document, documentText);
+
+  reloaded.addMessage({ id: randomUUID(), role: "tool", toolCallId: call.id, content: "accepted" });
+  await run(reloaded, { tools: [WRITE_DOCUMENT] });
+  assert.equal(lastAssistantText(reloaded), "write_document -> success: accepted");
+});
+
+test("media parts round-trip as parts with data sources", async () => {
+  const agent = newAgent("media");
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  agent.addMessage({
+    id: randomUUID(),
+    role: "user",
+    content: [
+      { type: "text", text: "what is in it" },
+      { type: "image", source: { type: "data", mimeType: "image/png", value: png } },
+    ],
+  });
+  await run(agent);
+  assert.equal(lastAssistantText(agent), "echo: what is in it");
+  const [stored] = await serverMessages(agent);
+  assert.deepEqual(stored.content, agent.messages[0].content);
+});
+
+test("a backend tool's activity and custom events reach the client in order", async () => {
+  const agent = newAgent("activity");
+  const custom = [];
+  say(agent, 'call check_in {"flight":"A1","passengers":2}');
+  const events = [];
+  await agent.runAgent({}, {
+    onEvent: ({ event }) => events.push(event),
+    onCustomEvent: ({ event }) => custom.push(event),
+  });
+  const kinds = events.map((e) => e.type);
+  assert.deepEqual(
+    kinds.filter((k) => k.startsWith("ACTIVITY_") || k === "CUSTOM" || k === "TOOL_CALL_RESULT"),
+    ["ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA", "CUSTOM", "TOOL_CALL_RESULT"],
+  );
+  assert.deepEqual(custom.map((e) => e.value), [{ flight: "A1", of: 2 }]);
+  const card = agent.messages.find((m) => m.role === "activity");
+  assert.deepEqual(card.content, { flight: "A1", done: 2, of: 2 });
+});

@@ -127,7 +127,14 @@ async def connect_agent(
     from durable_agui.api.connect import connect_frames
 
     frames = await connect_frames(
-        client, settings, workflow_id, thread_id, run_input.run_id, state, definition.state
+        client,
+        settings,
+        workflow_id,
+        thread_id,
+        run_input.run_id,
+        state,
+        definition.state,
+        definition.predict_state,
     )
     return sse_response(frames)
 
