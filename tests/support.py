@@ -17,6 +17,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.contract import (
     FrontendTool,
+    MultitaskStrategy,
     RunAccepted,
     RunRequest,
     ThreadInput,
@@ -45,6 +46,7 @@ async def start_run(
     run_id: str,
     text: str,
     tools: list[FrontendTool],
+    multitask_strategy: MultitaskStrategy = "enqueue",
 ) -> RunAccepted:
     """Send one user message to ``thread_id`` (creating it), as the API does."""
     return await client.execute_update_with_start_workflow(
@@ -54,6 +56,7 @@ async def start_run(
             agent="demo",
             user_messages=[UserInput(message_id=f"{run_id}-user", content=text)],
             frontend_tools=tools,
+            multitask_strategy=multitask_strategy,
         ),
         start_workflow_operation=WithStartWorkflowOperation(
             AgentThreadWorkflow.run,

@@ -156,6 +156,9 @@ BAD_DEFINITIONS = [
     ('name="t", state={"when": object()}', "agent 't': state must be JSON-serialisable"),
     ('name="t", state=["LIS"]', "agent 't': state must be a JSON object"),
     ('name="t", predict_state=[PredictState("doc", "write_document", "document")]', ""),
+    ('name="t", multitask_strategy="rollback"', ""),
+    ('name="t", multitask_strategy="overwrite"', "agent 't': multitask_strategy must be one "
+     "of enqueue, reject, interrupt, rollback"),
     ('name="t", predict_state=PredictState("doc", "write", "d")', "agent 't': predict_state "
      "must be a list of PredictState"),
     ('name="t", predict_state=[{"state_key": "doc"}]', "agent 't': predict_state must be a "

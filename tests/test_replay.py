@@ -24,7 +24,7 @@ def test_every_core_scenario_has_a_history() -> None:
     names = {path.name.split(".")[0] for path in HISTORIES}
     assert names == {
         "round_trip", "parallel_calls", "abandonment", "expiry", "interrupt", "continue_as_new",
-        "cancel", "cancel_during_reconcile", "first_count_fails", "shared_state",
+        "cancel", "cancel_during_reconcile", "first_count_fails", "shared_state", "double_text",
     }  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from strands.models.model import Model
 from strands.types.tools import AgentTool
 
 from durable_agui.agents.models import check_model_spec
+from durable_agui.core.contract import MULTITASK_STRATEGIES, MultitaskStrategy
 
 THREAD_OWNED = frozenset({"session_manager", "agent_id", "messages", "name"})
 """``strands.Agent`` arguments the thread sets itself (``name`` is the definition's): an
@@ -96,6 +97,8 @@ class AgentDefinition:
     thread starts with (Strands restores a thread's own state after that).
     ``predict_state``: tool arguments a UI shows as state keys while they stream
     (``PredictState``).
+    ``multitask_strategy``: what a run sent while another is in progress does when it
+    names none (``forwardedProps.multitaskStrategy``; ``MultitaskStrategy``).
     ``agent_kwargs``: any other ``strands.Agent`` argument (``trace_attributes``,
     ``record_direct_tool_call``, ``tool_executor``...), checked against its signature.
     ``factory``: instead of the fields above, a callable that returns the ``strands.Agent``
@@ -126,6 +129,7 @@ class AgentDefinition:
     conversation_manager: Any = None
     state: Mapping[str, Any] | None = None
     predict_state: Sequence[PredictState] = ()
+    multitask_strategy: MultitaskStrategy = "enqueue"
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
     factory: AgentFactory | None = None
 
@@ -325,6 +329,16 @@ def _check_predict_state(agent: str, definition: AgentDefinition) -> None:
         seen.add((mapping.tool, mapping.state_key))
 
 
+def _check_multitask_strategy(agent: str, definition: AgentDefinition) -> None:
+    if definition.multitask_strategy not in MULTITASK_STRATEGIES:
+        raise _refusal(
+            agent,
+            "multitask_strategy",
+            "one of " + ", ".join(MULTITASK_STRATEGIES),
+            definition.multitask_strategy,
+        )
+
+
 def _check_factory_and_approvals(agent: str, definition: AgentDefinition) -> None:
     factory = definition.factory
     if factory is not None and (not callable(factory) or inspect.iscoroutinefunction(factory)):
@@ -361,6 +375,7 @@ _FIELD_CHECKS = (
     _check_conversation_manager,
     _check_state,
     _check_predict_state,
+    _check_multitask_strategy,
     _check_factory_and_approvals,
     _check_agent_kwargs,
 )

@@ -28,8 +28,10 @@ from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
     MAX_MESSAGE_ID,
     MAX_TOOL_CALL_ID,
+    MULTITASK_STRATEGIES,
     RUN_ID_PATTERN,
     ErrorType,
+    MultitaskStrategy,
     ResumeAnswer,
     ToolResult,
 )
@@ -449,3 +451,29 @@ class RequestBodyCheck:
             f"the request body is over {self.max_bytes} bytes; large tool results belong in "
             "a store the tool shares with the agent, not in the thread"
         )
+
+
+MULTITASK_KEY = "multitaskStrategy"
+"""The ``RunAgentInput.forwardedProps`` key naming a run's ``MultitaskStrategy``."""
+
+
+def multitask_strategy(run_input: RunAgentInput, definition: AgentDefinition) -> MultitaskStrategy:
+    """The run's strategy for a thread that is busy: ``forwardedProps.multitaskStrategy``,
+    else the agent's (``AgentDefinition.multitask_strategy``).
+
+    Raises:
+        HTTPException: 422 ``InvalidRequest`` naming the field, for a value that is not one
+            of ``MULTITASK_STRATEGIES``.
+    """
+    props = run_input.forwarded_props
+    chosen = props.get(MULTITASK_KEY) if isinstance(props, dict) else None
+    if chosen is None:
+        return definition.multitask_strategy
+    if chosen not in MULTITASK_STRATEGIES:
+        raise invalid(
+            ErrorType.INVALID_REQUEST,
+            f"forwardedProps.{MULTITASK_KEY} must be one of {', '.join(MULTITASK_STRATEGIES)}; "
+            f"got {json.dumps(chosen)[:60]}",
+        )
+    strategy: MultitaskStrategy = chosen
+    return strategy

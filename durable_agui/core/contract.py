@@ -223,6 +223,14 @@ class TokenCounts(BaseModel):
     cache_write_input_tokens: int | None = None
 
 
+MultitaskStrategy = Literal["enqueue", "reject", "interrupt", "rollback"]
+"""What a run does when another run of its thread is in progress (LangGraph's "double
+texting" strategies, by their names): wait behind it (``enqueue``), be refused
+(``reject``), stop it at its next safe point and go first (``interrupt``), or the same and
+take the stopped turn's messages out of the session (``rollback``)."""
+MULTITASK_STRATEGIES: tuple[MultitaskStrategy, ...] = ("enqueue", "reject", "interrupt", "rollback")
+
+
 class RunRequest(BaseModel):
     """One AG-UI run handed to a thread: its new user messages, tool results and resumes."""
 
@@ -248,6 +256,9 @@ class RunRequest(BaseModel):
     (REST continuations, a client that sent none): the stored state as it is."""
     context: list[ContextEntry] = Field(default_factory=list)
     """``RunAgentInput.context``: for this run's turn only."""
+    multitask_strategy: MultitaskStrategy = "enqueue"
+    """What this run does when another run of the thread is in progress
+    (``MultitaskStrategy``)."""
 
 
 class RunAccepted(BaseModel):

@@ -30,6 +30,9 @@ class ErrorType(StrEnum):
     """The agent's factory or model raised while a turn was built (nothing persisted)."""
     THREAD_BUSY = "ThreadBusy"
     """Too many runs queued, or too many requests in flight for one thread (429)."""
+    RUN_IN_PROGRESS = "RunInProgress"
+    """A run sent with ``multitaskStrategy`` ``reject`` while another run of the thread is in
+    progress or queued (409; nothing taken in)."""
     ANSWERS_TOO_LARGE = "AnswersTooLarge"
     """The answers a batch holds would pass ``MAX_BATCH_ANSWER_BYTES`` (413)."""
     SESSION_STORE_INCONSISTENT = "SessionStoreInconsistent"
@@ -131,6 +134,7 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
         ErrorType.UNKNOWN_AGENT,
         ErrorType.AGENT_BUILD_FAILED,
         ErrorType.THREAD_BUSY,
+        ErrorType.RUN_IN_PROGRESS,
         ErrorType.ANSWERS_TOO_LARGE,
         ErrorType.SESSION_STORE_INCONSISTENT,
         ErrorType.INVALID_TOOL_CALL,

@@ -74,6 +74,9 @@ PATCH_COUNT_FIRST = "count-session-before-first-turn"
 """workflow.patched id: histories recorded before it replay without the count activity."""
 PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
 """workflow.patched id: a cancel's answer waits for the run's end and names its outcome."""
+PATCH_MULTITASK = "double-texting-interrupts-the-run"
+"""workflow.patched id: a run sent with ``interrupt`` or ``rollback`` stops the run in
+progress and goes first (histories recorded before it never had such a run)."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -123,6 +126,7 @@ class AgentThreadWorkflow:
         self._cancel_requested = False
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
+        self._rollback_run_id: str | None = None  # the run a rollback stops (_roll_back)
         self._run_outcomes: dict[str, Literal["cancelled", "finished"]] = {}
         self._run_usage: TokenCounts | None = None
         """Token usage of the run in progress (its turn's), for its ``RUN_FINISHED``."""
@@ -281,7 +285,16 @@ class AgentThreadWorkflow:
         taken.update((m.id_digest(), m.digest()) for m in fresh)
         if request.frontend_tools is not None:
             book.frontend_tools = request.frontend_tools
-        book.queue.append(request.model_copy(update={"user_messages": fresh}))
+        queued = request.model_copy(update={"user_messages": fresh})
+        if (
+            request.multitask_strategy in ("interrupt", "rollback")
+            and self._current_run_id is not None
+            and workflow.patched(PATCH_MULTITASK)
+        ):
+            self._interrupt(rollback=request.multitask_strategy == "rollback")
+            book.queue.insert(0, queued)
+        else:
+            book.queue.append(queued)
         self._show_status()
         return RunAccepted(
             run_id=request.run_id,
@@ -291,6 +304,17 @@ class AgentThreadWorkflow:
             from_offset=end,
             stream_end=end,
         )
+
+    def _interrupt(self, *, rollback: bool) -> None:
+        """Stop the run in progress at its next safe point, as ``cancel_run`` does; with
+        ``rollback``, the session also forgets the turn it cut short (``_roll_back``)."""
+        self._cancel_requested = True
+        if rollback:
+            self._rollback_run_id = self._current_run_id
+        if self._turn_activity is not None:
+            self._turn_activity.cancel()
+        if self._reconcile_activity is not None:
+            self._reconcile_activity.cancel()
 
     def _check_owner(self, principal: str) -> None:
         if principal != self._start.owner:
@@ -324,6 +348,14 @@ class AgentThreadWorkflow:
                 type=ErrorType.RUN_ID_REUSED,
             )
         self._check_not_rolling_over()
+        busy = self._current_run_id is not None or bool(self._book.queue)
+        if request.multitask_strategy == "reject" and busy:
+            raise ApplicationError(
+                f"thread {self._thread_id!r} has a run in progress "
+                f"({self._current_run_id or self._book.queue[0].run_id!r}); this run's "
+                "multitaskStrategy is reject",
+                type=ErrorType.RUN_IN_PROGRESS,
+            )
         if len(self._book.queue) >= MAX_QUEUED_RUNS:
             raise ApplicationError(
                 f"thread {self._thread_id!r} already has {len(self._book.queue)} runs queued; "
@@ -525,6 +557,7 @@ class AgentThreadWorkflow:
         )
 
     async def _execute(self, run: RunRequest) -> None:
+        restore = (self._book.message_count, self._book.last_turn_run_id)
         self._book.run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
         self._show_status()
@@ -545,7 +578,9 @@ class AgentThreadWorkflow:
             )
         except _RunCancelled as cancelled:
             self._run_outcomes[run.run_id] = "cancelled"
-            if not cancelled.persisted:
+            if cancelled.persisted and self._rollback_run_id == run.run_id:
+                self._roll_back(run, *restore)
+            elif not cancelled.persisted:
                 self._forget_messages(run)
             self._publish(
                 run.run_id,
@@ -566,6 +601,20 @@ class AgentThreadWorkflow:
             self._show_status()
             finished = [*self._book.finished_run_ids, run.run_id]
             self._book.finished_run_ids = finished[-RECENT_RUNS:]
+
+    def _roll_back(
+        self, run: RunRequest, message_count: int | None, last_turn_run_id: str | None
+    ) -> None:
+        """Forget the turn ``run`` cut short (``rollback``): the thread's count goes back to
+        where the run started, so the next turn cuts the session there (its messages, and
+        the state they carried, leave the session); the closed calls' results go with them,
+        and the run's user messages may be sent again. Its events stay in the stream: the
+        audit trail keeps what was replaced."""
+        book = self._book
+        book.message_count = message_count
+        book.last_turn_run_id = last_turn_run_id
+        book.tail, book.tail_anchor, book.approved = [], None, []
+        self._forget_messages(run)
 
     def _forget_messages(self, run: RunRequest) -> None:
         for user_message in run.user_messages:

@@ -30,6 +30,7 @@ from durable_agui.core.contract import (
     CancelRequest,
     ContextEntry,
     ErrorType,
+    MultitaskStrategy,
     ReconcileInput,
     ReconcileOutput,
     ResumeAnswer,
@@ -157,6 +158,23 @@ async def cancel(env: WorkflowEnvironment, settings: Settings, thread: str) -> N
     await run_events(env.client, thread, "r2")
 
 
+async def double_text(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Runs sent while a backend tool runs: one ``interrupt`` (the first run ends cancelled,
+    the second goes first), then one ``rollback`` (the stopped turn leaves the session)."""
+    strategies: list[tuple[str, str, MultitaskStrategy]] = [
+        ("r1", "r2", "interrupt"),
+        ("r3", "r4", "rollback"),
+    ]
+    for first, second, strategy in strategies:
+        slow = 'call lookup_flight {"flight":"D1","delay_seconds":2}'
+        await start_run(env.client, settings, thread, first, slow, [])
+        await asyncio.sleep(1)
+        await start_run(env.client, settings, thread, second, "hello", [], strategy)
+        stopped = await run_events(env.client, thread, first)
+        assert stopped[-1]["outcome"] == {"type": "cancelled"}, stopped[-1]
+        await run_events(env.client, thread, second)
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -233,6 +251,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cancel_during_reconcile": cancel_during_reconcile,
     "first_count_fails": first_count_fails,
     "shared_state": shared_state,
+    "double_text": double_text,
 }
 
 

@@ -20,6 +20,7 @@ from durable_agui.api.limits import (
     check_state_and_context,
     check_tools,
     check_user_content,
+    multitask_strategy,
 )
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
@@ -161,7 +162,10 @@ async def run_agent(
     ``RUN_ERROR``. A run that leaves frontend calls open finishes with
     ``outcome: {type: "success", pendingToolCallIds: [...]}``; the answers come back as
     ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
-    progress is queued: its stream starts when the earlier run ends.
+    progress follows its ``forwardedProps.multitaskStrategy`` (else the agent's): queued
+    behind it (``enqueue``, its stream starts when the earlier run ends), refused with 409
+    ``RunInProgress`` (``reject``), or it stops that run at its next safe point and goes
+    first (``interrupt``; ``rollback`` also takes the stopped turn out of the session).
     """
     definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
@@ -171,7 +175,10 @@ async def run_agent(
     check_user_content(run_input)
     check_media(run_input, settings)
     check_tools(run_input, definition)
-    request = run_request(agent, run_input).model_copy(update={"principal": principal})
+    strategy = multitask_strategy(run_input, definition)
+    request = run_request(agent, run_input).model_copy(
+        update={"principal": principal, "multitask_strategy": strategy}
+    )
     check_answers(request.tool_results, request.resume, settings)
     accepted = await submit_run(client, settings, thread_id, request)
     window = RunWindow(

@@ -1,0 +1,126 @@
+"""Double texting: a run sent while another run of the thread is in progress follows its
+``forwardedProps.multitaskStrategy`` (enqueue, reject, interrupt, rollback), with two
+clients racing, against a real `durable-agui dev` stack on each session store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from durable_agui.activities.turn import CANCELLED_AFTER_TOOLS
+from tests.stack import STORES, DevStack, started, store_env
+from tests.support import check_stream, persisted_messages, post_run, run_input, stream_run, user
+
+SLOW = 'call lookup_flight {"flight":"D1","delay_seconds":3}'
+
+
+@pytest.fixture(scope="module", params=STORES)
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    with started(tmp_path_factory.mktemp("double"), store_env(request, request.param)) as stack:
+        yield stack
+
+
+def second_run(thread: str, strategy: str | None, text: str = "hello") -> dict[str, Any]:
+    body = run_input(thread, "r2", [user("u2", text)], [])
+    if strategy is not None:
+        body["forwardedProps"] = {"multitaskStrategy": strategy}
+    return body
+
+
+async def race(
+    http: httpx.AsyncClient, thread: str, first: str, second: dict[str, Any]
+) -> tuple[list[dict[str, Any]], tuple[int, list[dict[str, Any]]]]:
+    """Client A starts run r1 (``first``); once its backend tool is running, client B sends
+    ``second``. Returns A's events and B's ``(status, events)``."""
+    body = run_input(thread, "r1", [user("u1", first)], [])
+    racing: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
+
+    async def send_second(events: list[dict[str, Any]]) -> None:
+        if not racing and any(e["type"] == "TOOL_CALL_END" for e in events):
+            racing.append(asyncio.create_task(post_run(other, "demo", second)))
+
+    async with httpx.AsyncClient(base_url=http.base_url, timeout=60) as other:
+        events, _ = await stream_run(http, "/agents/demo", send_second, json=body)
+        assert racing, "the first run never reached its tool"
+        answer = await racing[0]
+    check_stream(events)
+    return events, answer
+
+
+def texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [b["text"] for m in messages for b in m["content"] if "text" in b]
+
+
+async def test_reject_refuses_the_second_run_and_stores_nothing_of_it(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "dt-reject"
+    first, (status, refused) = await race(http, thread, SLOW, second_run(thread, "reject"))
+    assert status == 409, refused
+    assert refused[0]["detail"]["type"] == "RunInProgress"
+    assert "'r1'" in refused[0]["detail"]["message"]
+    assert first[-1]["outcome"] == {"type": "success"}  # the first run was not disturbed
+    assert "hello" not in texts(persisted_messages(stack.store, thread))
+    # The same run, sent again once the thread is idle, is taken.
+    status, events = await post_run(http, "demo", second_run(thread, "reject"))
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_enqueue_runs_the_second_after_the_first(http: httpx.AsyncClient) -> None:
+    thread = "dt-enqueue"
+    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "enqueue"))
+    assert status == 200
+    assert first[-1]["outcome"] == {"type": "success"}
+    assert any("lookup_flight -> success" in e.get("delta", "") for e in first)
+    assert second[-1]["outcome"] == {"type": "success"}
+
+
+async def test_interrupt_stops_the_first_run_after_its_tool_and_keeps_what_it_stored(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "dt-interrupt"
+    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "interrupt"))
+    assert status == 200, second
+    assert first[-1]["outcome"] == {"type": "cancelled"}
+    assert any(e["type"] == "TOOL_CALL_RESULT" for e in first)  # stopped after the tool
+    assert second[-1]["outcome"] == {"type": "success"}
+    stored = persisted_messages(stack.store, thread)
+    # The stopped turn's call, its result and the note that the run was stopped, then r2.
+    assert [m["role"] for m in stored] == ["user", "assistant"] * 3
+    assert texts(stored) == [SLOW, CANCELLED_AFTER_TOOLS, "hello", "echo: hello"]
+
+
+async def test_rollback_takes_the_stopped_turn_and_its_state_out_of_the_session(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "dt-rollback"
+    status, _ = await post_run(http, "demo", run_input(thread, "r0", [user("u0", "first")], []))
+    assert status == 200
+    kept = persisted_messages(stack.store, thread)
+    changes = 'call save_flight {"flight":"RB1"}\n' + SLOW
+    first, (status, second) = await race(http, thread, changes, second_run(thread, "rollback"))
+    assert status == 200, second
+    assert first[-1]["outcome"] == {"type": "cancelled"}
+    assert second[-1]["outcome"] == {"type": "success"}
+    stored = persisted_messages(stack.store, thread)
+    assert stored[: len(kept)] == kept
+    assert texts(stored[len(kept) :]) == ["hello", "echo: hello"]
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert "savedFlights" not in (view["state"] or {})  # the stopped turn's state went too
+    # What was replaced stays in the audit trail: the stopped run's events replay.
+    replayed = await http.get(f"/threads/{thread}/runs/r1/events")
+    assert "RB1" in replayed.text
+
+
+async def test_an_unknown_strategy_is_refused_before_the_thread(http: httpx.AsyncClient) -> None:
+    body = second_run("dt-bad", "overwrite")
+    status, refused = await post_run(http, "demo", body)
+    assert status == 422
+    assert "forwardedProps.multitaskStrategy" in refused[0]["detail"]["message"]
+    assert (await http.get("/threads/dt-bad")).status_code == 404
