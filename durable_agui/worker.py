@@ -26,7 +26,7 @@ def thread_activities(
     settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
     """The activities a worker must register to host threads (``run_turn``,
-    ``reconcile_session``, ``count_session_messages``), bound to ``settings`` (default: the
+    ``reconcile_session``, ``count_session_messages``, ``delete_session``), bound to ``settings`` (default: the
     environment's) and ``agents``: an ``AgentRegistry``, a list or dict of
     ``AgentDefinition``s, or an import path as ``load_agents`` takes (default:
     ``load_agents(settings.agents)``).
@@ -38,7 +38,12 @@ def thread_activities(
     settings = settings or get_settings()
     turns = TurnActivities(settings, agent_registry(agents, settings.agents))
     reconcile = ReconcileActivities(settings)
-    return [turns.run_turn, reconcile.reconcile_session, reconcile.count_session_messages]
+    return [
+        turns.run_turn,
+        reconcile.reconcile_session,
+        reconcile.count_session_messages,
+        reconcile.delete_session,
+    ]
 
 
 def build_worker(

@@ -145,6 +145,14 @@ class ReconcileActivities:
         with store_errors_as_application_errors():
             return await asyncio.to_thread(store.verified_count, session_id, None)
 
+    @activity.defn(name="delete_session")
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove the thread's session from the store; whether there was one (safe to
+        retry: a session already gone is not an error)."""
+        store = session_store(self._settings)
+        with store_errors_as_application_errors():
+            return await asyncio.to_thread(store.delete_session, session_id)
+
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
         """Replace each placeholder ``toolResult`` (by native id) with the client's result.

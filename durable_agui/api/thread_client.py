@@ -39,6 +39,7 @@ from durable_agui.core.contract import (
     THREAD_STATUS,
     CancelAccepted,
     CancelRequest,
+    DeleteRequest,
     ErrorType,
     RunAccepted,
     RunRequest,
@@ -198,6 +199,29 @@ async def cancel_run(
         return CancelAccepted(run_id=state.current_run_id or "", outcome="pending")
     except (WorkflowUpdateFailedError, RPCError) as err:
         raise from_temporal_error(err, thread_id) from err
+
+
+async def delete_thread(client: Client, thread_id: str, principal: str) -> bool:
+    """Delete the thread (``delete_thread``) and wait (up to ``CANCEL_WAIT``) for its
+    session to be gone; whether it is (``False``: a tool of the run in progress is still
+    running; the deletion is accepted and completes when it returns). 404 for a thread
+    ``principal`` has not, or one already being deleted."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
+    update = await _call(
+        thread_id,
+        lambda: handle.start_update(
+            "delete_thread",
+            DeleteRequest(principal=principal),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        ),
+    )
+    try:
+        await update.result(rpc_timeout=CANCEL_WAIT)
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        return False
+    except (WorkflowUpdateFailedError, RPCError) as err:
+        raise from_temporal_error(err, thread_id) from err
+    return True
 
 
 async def thread_state(client: Client, thread_id: str, principal: str) -> ThreadState:

@@ -299,6 +299,12 @@ class CancelRequest(BaseModel):
     run_id: str | None = None
 
 
+class DeleteRequest(BaseModel):
+    """``delete_thread``'s input: who asks (only the thread's owner may delete it)."""
+
+    principal: str = ANONYMOUS
+
+
 class ReadRequest(BaseModel):
     """``read_thread``'s input: who reads (only the thread's owner may); ``None`` for the
     server's own reads (activities, operators' commands)."""

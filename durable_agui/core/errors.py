@@ -30,6 +30,8 @@ class ErrorType(StrEnum):
     """The agent's factory or model raised while a turn was built (nothing persisted)."""
     THREAD_BUSY = "ThreadBusy"
     """Too many runs queued, or too many requests in flight for one thread (429)."""
+    THREAD_DELETED = "ThreadDeleted"
+    """The ``RUN_ERROR`` code of a run that the thread's deletion ended."""
     RUN_IN_PROGRESS = "RunInProgress"
     """A run sent with ``multitaskStrategy`` ``reject`` while another run of the thread is in
     progress or queued (409; nothing taken in)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy.exc import SQLAlchemyError
@@ -147,6 +147,12 @@ class CheckedRepository(SessionRepository):
         return [self._check_message(session_id, message) for message in messages]
 
 
+class _DeletesSessions(Protocol):
+    """Strands' session managers delete sessions (``SessionRepository`` does not say so)."""
+
+    def delete_session(self, session_id: str, **kwargs: Any) -> None: ...
+
+
 class SessionStore(ABC):
     """A thread's Strands session, plus the checks and the cut that ``SessionRepository``
     lacks, and what tests and the command line ask of a store (``describe``, ``snapshot``).
@@ -195,6 +201,24 @@ class SessionStore(ABC):
         return RepositorySessionManager(
             session_id=thread_id, session_repository=CheckedRepository(self.repository())
         )
+
+    def delete_session(self, thread_id: str) -> bool:
+        """Remove the thread's session (its messages, agent state, everything Strands keeps
+        for it) through the Strands repository; whether there was one. Safe to repeat.
+        Blocking.
+
+        Raises:
+            SessionException: the store failed, and the session is still there.
+        """
+        if not self.has_session(thread_id):
+            return False
+        try:
+            cast(_DeletesSessions, self.repository()).delete_session(thread_id)
+        except SessionException:
+            if self.has_session(thread_id):
+                raise
+            return False  # gone meanwhile (a retry)
+        return True
 
     def has_session(self, thread_id: str) -> bool:
         """Whether the store holds a session for ``thread_id`` (read-only)."""

@@ -46,3 +46,8 @@ def run_error_event(cause: BaseException | None) -> RunErrorEvent:
         message="the turn failed; the thread takes the next run (see the worker's log)",
         code=ErrorType.TURN_FAILED,
     )
+
+
+def deleted_event() -> RunErrorEvent:
+    """The ``RUN_ERROR`` that ends a run of a thread being deleted."""
+    return RunErrorEvent(message="the thread was deleted", code=ErrorType.THREAD_DELETED)

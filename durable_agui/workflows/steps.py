@@ -103,6 +103,18 @@ async def count_session_messages(session_id: str) -> int:
     return count
 
 
+async def delete_session(session_id: str) -> None:
+    """Remove session ``session_id`` from the store (the thread's deletion), retried until
+    the store takes it (``RECONCILE_RETRY``: an accepted deletion is carried out)."""
+    await workflow.execute_activity(
+        "delete_session",
+        session_id,
+        start_to_close_timeout=RECONCILE_TIMEOUT,
+        retry_policy=RECONCILE_RETRY,
+        summary="delete the session",
+    )
+
+
 def start_turn(request: TurnInput) -> workflow.ActivityHandle[TurnOutput]:
     """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)."""
     approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         CancelAccepted,
         CancelRequest,
         ClosedReason,
+        DeleteRequest,
         ErrorType,
         ReadRequest,
         ReconcileInput,
@@ -68,7 +69,12 @@ with workflow.unsafe.imports_passed_through():
         shown,
         time_to,
     )
-    from durable_agui.workflows.outcomes import finished_event, run_error_event, usage_entries
+    from durable_agui.workflows.outcomes import (
+        deleted_event,
+        finished_event,
+        run_error_event,
+        usage_entries,
+    )
 
 PATCH_COUNT_FIRST = "count-session-before-first-turn"
 """workflow.patched id: histories recorded before it replay without the count activity."""
@@ -127,6 +133,8 @@ class AgentThreadWorkflow:
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
         self._rollback_run_id: str | None = None  # the run a rollback stops (_roll_back)
+        self._deleting = False  # delete_thread was accepted: the thread ends
+        self._deleted = False  # its session is gone
         self._run_outcomes: dict[str, Literal["cancelled", "finished"]] = {}
         self._run_usage: TokenCounts | None = None
         """Token usage of the run in progress (its turn's), for its ``RUN_FINISHED``."""
@@ -137,11 +145,16 @@ class AgentThreadWorkflow:
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
         while True:
+            if self._deleting:
+                await self._delete()
+                return
             if not self._book.queue and self._should_continue_as_new():
                 await self._continue_as_new()
             try:
                 await workflow.wait_condition(
-                    lambda: bool(self._book.queue) or self._should_continue_as_new(),
+                    lambda: (
+                        bool(self._book.queue) or self._should_continue_as_new() or self._deleting
+                    ),
                     timeout=time_to(self._batch.deadline(), workflow.now()),
                 )
             except TimeoutError:
@@ -317,7 +330,7 @@ class AgentThreadWorkflow:
             self._reconcile_activity.cancel()
 
     def _check_owner(self, principal: str) -> None:
-        if principal != self._start.owner:
+        if principal != self._start.owner or self._deleting:
             # Exactly what a thread that does not exist answers: nothing leaks.
             raise ApplicationError(
                 f"no thread {self._thread_id!r}", type=ErrorType.THREAD_NOT_FOUND
@@ -430,6 +443,36 @@ class AgentThreadWorkflow:
         if not request.results and not request.resume:
             raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
         self._check_answers(request.results, request.resume)
+
+    @workflow.update
+    async def delete_thread(self, request: DeleteRequest) -> None:
+        """End the thread: the run in progress is stopped at its next safe point, it and the
+        queued runs end with ``RUN_ERROR`` ``ThreadDeleted``, the session is removed from the
+        store, and the workflow completes. Answers once the session is gone."""
+        self._deleting = True
+        if self._current_run_id is not None:
+            self._interrupt(rollback=False)
+        await workflow.wait_condition(lambda: self._deleted)
+
+    @delete_thread.validator
+    def _validate_delete(self, request: DeleteRequest) -> None:
+        self._check_owner(request.principal)
+
+    async def _delete(self) -> None:
+        """The thread's last steps (``delete_thread``)."""
+        for run in self._book.queue:
+            self._book.run_start_offsets[run.run_id] = self._stream_end()
+            self._publish(
+                run.run_id,
+                RunStartedEvent(
+                    thread_id=self._thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION
+                ),
+            )
+            self._publish(run.run_id, deleted_event())
+        self._book.queue = []
+        await steps.delete_session(self._session_id)
+        self._deleted = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     @workflow.update
     async def cancel_run(self, request: CancelRequest | None = None) -> CancelAccepted:
@@ -578,6 +621,9 @@ class AgentThreadWorkflow:
             )
         except _RunCancelled as cancelled:
             self._run_outcomes[run.run_id] = "cancelled"
+            if self._deleting:
+                self._publish(run.run_id, deleted_event())
+                return
             if cancelled.persisted and self._rollback_run_id == run.run_id:
                 self._roll_back(run, *restore)
             elif not cancelled.persisted:

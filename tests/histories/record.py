@@ -29,6 +29,7 @@ from durable_agui.activities.reconcile import ReconcileActivities
 from durable_agui.core.contract import (
     CancelRequest,
     ContextEntry,
+    DeleteRequest,
     ErrorType,
     MultitaskStrategy,
     ReconcileInput,
@@ -175,6 +176,18 @@ async def double_text(env: WorkflowEnvironment, settings: Settings, thread: str)
         await run_events(env.client, thread, second)
 
 
+async def deletion(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread deleted while a backend tool runs and a second run waits behind it: both
+    runs end with RUN_ERROR ThreadDeleted, the session is removed, the workflow completes."""
+    slow = 'call lookup_flight {"flight":"D2","delay_seconds":2}'
+    await start_run(env.client, settings, thread, "r1", slow, [])
+    await start_run(env.client, settings, thread, "r2", "hello", [])
+    await asyncio.sleep(1)
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(AgentThreadWorkflow.delete_thread, DeleteRequest())
+    await handle.result()
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -252,6 +265,7 @@ SCENARIOS: dict[str, Scenario] = {
     "first_count_fails": first_count_fails,
     "shared_state": shared_state,
     "double_text": double_text,
+    "deletion": deletion,
 }
 
 

@@ -6,7 +6,7 @@ import re
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Request, Response
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
@@ -25,7 +25,12 @@ from durable_agui.api.models import (
 )
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
-from durable_agui.api.thread_client import cancel_run, submit_tool_results, thread_state
+from durable_agui.api.thread_client import (
+    cancel_run,
+    delete_thread,
+    submit_tool_results,
+    thread_state,
+)
 from durable_agui.core.contract import (
     ErrorType,
     ResumeAnswer,
@@ -244,3 +249,25 @@ async def post_cancel(
     """
     accepted = await cancel_run(client, thread_id, principal, body.run_id if body else None)
     return CancelOut(run_id=accepted.run_id, outcome=accepted.outcome)
+
+
+@router.delete(
+    "/{threadId}",
+    status_code=204,
+    responses={
+        202: {"description": "Accepted: a tool of the run in progress is still running."},
+        **error_responses(_NOT_FOUND),
+    },
+)
+async def delete_thread_route(
+    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
+) -> Response:
+    """Delete the thread: its run in progress stops at its next safe point and, with the
+    runs queued behind it, ends with one ``RUN_ERROR`` ``ThreadDeleted``; its session is
+    removed from the store; its workflow completes (the Temporal history stays, the audit
+    trail). 204 once the session is gone; 202 when a tool of the run in progress is still
+    running after about 10 s (the deletion completes when it returns). Afterwards the
+    thread is 404 to everyone, a second ``DELETE`` too; a new run with its id starts a new,
+    empty thread."""
+    done = await delete_thread(client, thread_id, principal)
+    return Response(status_code=204 if done else 202)

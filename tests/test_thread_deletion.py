@@ -1,0 +1,106 @@
+"""``DELETE /threads/{id}``: the workflow ends, the session leaves the store, and the thread
+is 404 afterwards, against a real `durable-agui dev` stack on each session store; also
+while a run streams."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.stack import STORES, DevStack, started, store_env
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    persisted_messages,
+    post_run,
+    run_input,
+    stream_run,
+    user,
+)
+
+
+@pytest.fixture(scope="module", params=STORES)
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevStack]:
+    with started(tmp_path_factory.mktemp("delete"), store_env(request, request.param)) as stack:
+        yield stack
+
+
+async def gone(http: httpx.AsyncClient, stack: DevStack, thread: str) -> None:
+    """Nothing of ``thread`` answers, and its session is not in the store."""
+    assert (await http.get(f"/threads/{thread}")).status_code == 404
+    assert (await http.get(f"/threads/{thread}/messages")).status_code == 404
+    assert (await http.delete(f"/threads/{thread}")).status_code == 404
+    assert not stack.store.has_session(thread)
+    assert thread not in repr(stack.store.snapshot())  # no file, object or row names it
+
+
+async def test_deleting_a_thread_removes_its_session_and_its_id_starts_afresh(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "del-idle"
+    body = run_input(thread, "r1", [user("u1", 'call save_flight {"flight":"DL1"}')], [])
+    status, _ = await post_run(http, "demo", body)
+    assert status == 200 and stack.store.has_session(thread)
+
+    deleted = await http.delete(f"/threads/{thread}")
+    assert deleted.status_code == 204, deleted.text
+    await gone(http, stack, thread)
+
+    status, events = await post_run(http, "demo", run_input(thread, "r1", [user("u1", "hi")], []))
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+    assert [m["role"] for m in persisted_messages(stack.store, thread)] == ["user", "assistant"]
+    assert (await http.get(f"/threads/{thread}")).json()["state"] == {}
+
+
+async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "del-busy"
+    slow = 'call lookup_flight {"flight":"DL2","delay_seconds":3}'
+    deleting: list[asyncio.Task[httpx.Response]] = []
+    queued: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
+
+    async def delete_in_the_tool(events: list[dict[str, Any]]) -> None:
+        if not deleting and any(e["type"] == "TOOL_CALL_END" for e in events):
+            second = run_input(thread, "r2", [user("u2", "and then")], [])
+            queued.append(asyncio.create_task(post_run(other, "demo", second)))
+            await asyncio.sleep(0.5)  # r2 waits behind r1
+            deleting.append(asyncio.create_task(http.delete(f"/threads/{thread}")))
+
+    body = run_input(thread, "r1", [user("u1", slow)], [])
+    async with httpx.AsyncClient(base_url=http.base_url, timeout=60) as other:
+        events, _ = await stream_run(http, "/agents/demo", delete_in_the_tool, json=body)
+        status, behind = await queued[0]
+    check_stream(events)
+    assert status == 200
+    assert [e["type"] for e in behind] == ["RUN_STARTED", "RUN_ERROR"]
+    assert behind[-1]["code"] == "ThreadDeleted"
+    terminal = [e for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+    assert terminal == [events[-1]]
+    assert events[-1] == {
+        "type": "RUN_ERROR",
+        "message": "the thread was deleted",
+        "code": "ThreadDeleted",
+    }
+    assert (await deleting[0]).status_code == 204
+    await gone(http, stack, thread)
+
+
+async def test_a_thread_waiting_for_a_person_can_be_deleted(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "del-waiting"
+    ask = user("u1", 'call confirm_booking {"flight":"DL3"}')
+    status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
+    assert status == 200
+    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    assert (await http.delete(f"/threads/{thread}")).status_code == 204
+    await gone(http, stack, thread)
+    answer = {"results": [{"toolCallId": wire_id, "content": "yes"}]}
+    assert (await http.post(f"/threads/{thread}/tool-results", json=answer)).status_code == 404
