@@ -60,6 +60,23 @@ class ThreadView(CamelModel):
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
 
 
+class ThreadSummary(CamelModel):
+    thread_id: str
+    status: ThreadStatus | None = Field(
+        description="null when the server keeps no search attributes (DURABLE_AGUI_SEARCH_ATTRIBUTES)."
+    )
+    agent: str | None
+    pending_tool_calls: int
+    last_activity: datetime
+
+
+class ThreadList(CamelModel):
+    threads: list[ThreadSummary]
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next page; null on the last page."
+    )
+
+
 class ThreadMessages(CamelModel):
     thread_id: str
     messages: list[Message]

@@ -31,7 +31,13 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.api.errors import api_error, from_temporal_error, thread_not_found
+from durable_agui.api.errors import (
+    api_error,
+    from_rpc_error,
+    from_temporal_error,
+    thread_not_found,
+)
+from durable_agui.api.models import ThreadSummary
 from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,
@@ -53,6 +59,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.event_log import READ_TIMEOUT, read_thread
 from durable_agui.core.settings import Settings
+from durable_agui.core.visibility import owned_thread_id, visibility_query
 
 WORKFLOW_TYPE = "AgentThreadWorkflow"
 ROLLOVER_RETRIES = 25
@@ -254,3 +261,37 @@ async def _is_running(client: Client, workflow_id: str) -> bool:
     except RPCError:
         return False
     return description.status == WorkflowExecutionStatus.RUNNING
+
+
+MAX_LISTED = 10_000
+"""Running threads ``list_threads`` reads from visibility, at most, to order them."""
+
+
+async def list_threads(
+    client: Client, principal: str, status: str | None, agent: str | None
+) -> list[ThreadSummary]:
+    """The running threads of ``principal`` from Temporal visibility (filtered there by the
+    ``ThreadStatus`` and ``AgentName`` search attributes), most recently active first; at
+    most ``MAX_LISTED`` are read."""
+    found: list[ThreadSummary] = []
+    query = visibility_query(status, agent)
+    try:
+        async for execution in client.list_workflows(query, limit=MAX_LISTED):
+            thread_id = owned_thread_id(execution.id, principal)
+            if thread_id is None:
+                continue
+            attributes = execution.typed_search_attributes
+            shown_status = attributes.get(THREAD_STATUS)
+            found.append(
+                ThreadSummary(
+                    thread_id=thread_id,
+                    status=ThreadStatus(shown_status) if shown_status else None,
+                    agent=attributes.get(AGENT_NAME),
+                    pending_tool_calls=attributes.get(PENDING_TOOL_CALLS) or 0,
+                    last_activity=attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time,
+                )
+            )
+    except RPCError as err:
+        raise from_rpc_error(err) from err
+    found.sort(key=lambda thread: (thread.last_activity, thread.thread_id), reverse=True)
+    return found

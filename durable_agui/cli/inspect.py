@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
 from temporalio.client import Client
 
@@ -25,6 +24,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import connect
+from durable_agui.core.visibility import visibility_query
 from durable_agui.sessions import session_store
 from durable_agui.translation import thread_transcript, workflow_ui_url
 
@@ -35,22 +35,6 @@ class TemporalUnreachable(RuntimeError):
 
 class ThreadNotInStore(RuntimeError):
     """The thread exists in Temporal, but the session store read has no session for it."""
-
-
-def visibility_query(status: str | None, agent: str | None) -> str:
-    """The Temporal list filter for running threads, by status and agent.
-
-    Raises:
-        ValueError: for an agent name that is not a plain name (it goes into the query).
-    """
-    if agent is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", agent):
-        raise ValueError(f"not an agent name: {agent!r}")
-    clauses = ["WorkflowType = 'AgentThreadWorkflow'", "ExecutionStatus = 'Running'"]
-    if status:
-        clauses.append(f"ThreadStatus = '{status}'")
-    if agent:
-        clauses.append(f"AgentName = '{agent}'")
-    return " AND ".join(clauses)
 
 
 async def list_threads(client: Client, status: str | None, agent: str | None) -> list[str]:

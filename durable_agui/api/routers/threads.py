@@ -6,7 +6,7 @@ import re
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
@@ -18,6 +18,7 @@ from durable_agui.api.models import (
     CancelOut,
     InterruptView,
     PendingToolCallView,
+    ThreadList,
     ThreadMessages,
     ThreadView,
     ToolResultsIn,
@@ -28,21 +29,44 @@ from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import (
     cancel_run,
     delete_thread,
+    list_threads,
     submit_tool_results,
     thread_state,
 )
 from durable_agui.core.contract import (
     ErrorType,
     ResumeAnswer,
+    ThreadStatus,
     ToolResult,
     ToolResultsRequest,
     workflow_id_for,
 )
+from durable_agui.core.visibility import AGENT_NAME_PATTERN
 from durable_agui.translation.transcript import workflow_ui_url
 
 router = APIRouter(prefix="/threads", tags=["threads"], responses=error_responses(THREAD_ERRORS))
 
 _NOT_FOUND = {404: "No such thread (or one of another principal's)."}
+
+
+@router.get("", response_model=ThreadList, responses=error_responses({422: "A bad filter."}))
+async def get_threads(
+    client: TemporalDep,
+    principal: PrincipalDep,
+    status: ThreadStatus | None = None,
+    agent: Annotated[str | None, Query(pattern="^" + AGENT_NAME_PATTERN.pattern + "$")] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,6}$")] = None,
+) -> ThreadList:
+    """The caller's running threads (Temporal visibility), most recently active first:
+    ``status`` and ``agent`` filter, ``limit`` per page (1-100), ``cursor`` from the page
+    before. A deleted thread is not listed; a thread shows its new status within a moment
+    of changing (visibility is eventually consistent)."""
+    found = await list_threads(client, principal, status.value if status else None, agent)
+    start = int(cursor or 0)
+    page = found[start : start + limit]
+    more = start + limit < len(found)
+    return ThreadList(threads=page, next_cursor=str(start + limit) if more else None)
 
 
 @router.get("/{threadId}", response_model=ThreadView, responses=error_responses(_NOT_FOUND))

@@ -1,6 +1,7 @@
-"""``DELETE /threads/{id}``: the workflow ends, the session leaves the store, and the thread
-is 404 afterwards, against a real `durable-agui dev` stack on each session store; also
-while a run streams."""
+"""Threads over their life: ``GET /threads`` lists them from Temporal visibility, and
+``DELETE /threads/{id}`` ends the workflow, removes the session from the store and leaves the
+thread 404, also while a run streams; against a real `durable-agui dev` stack on each
+session store."""
 
 from __future__ import annotations
 
@@ -104,3 +105,59 @@ async def test_a_thread_waiting_for_a_person_can_be_deleted(
     await gone(http, stack, thread)
     answer = {"results": [{"toolCallId": wire_id, "content": "yes"}]}
     assert (await http.post(f"/threads/{thread}/tool-results", json=answer)).status_code == 404
+
+
+async def listed_ids(
+    http: httpx.AsyncClient, wanted: set[str], absent: frozenset[str] = frozenset(), **params: Any
+) -> list[str]:
+    """The thread ids ``GET /threads`` answers once it lists every ``wanted`` and none of
+    ``absent`` (visibility catches up within moments), in its order."""
+    for _ in range(100):
+        response = await http.get("/threads", params=params)
+        assert response.status_code == 200, response.text
+        ids = [t["threadId"] for t in response.json()["threads"]]
+        if wanted <= set(ids) and not absent & set(ids):
+            return ids
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"GET /threads?{params} never listed {wanted} without {absent}: {ids}")
+
+
+async def test_threads_are_listed_by_status_and_agent_most_recent_first(
+    http: httpx.AsyncClient,
+) -> None:
+    idle, waiting = "list-idle", "list-waiting"
+    status, _ = await post_run(http, "demo", run_input(idle, "r1", [user("u1", "hi")], []))
+    assert status == 200
+    ask = user("u1", 'call confirm_booking {"flight":"LS1"}')
+    status, _ = await post_run(http, "demo", run_input(waiting, "r1", [ask], [CONFIRM_BOOKING]))
+    assert status == 200
+
+    everything = await listed_ids(http, {idle, waiting})
+    assert everything.index(waiting) < everything.index(idle)  # most recently active first
+    await listed_ids(http, {waiting}, frozenset({idle}), status="awaiting_tool_results")
+    await listed_ids(http, {idle}, frozenset({waiting}), status="idle", agent="demo")
+    one = (await http.get("/threads", params={"limit": 1})).json()
+    assert len(one["threads"]) == 1 and one["nextCursor"] == "1"
+    after = (await http.get("/threads", params={"limit": 1, "cursor": "1"})).json()
+    assert after["threads"][0]["threadId"] != one["threads"][0]["threadId"]
+    view = next(
+        t for t in (await http.get("/threads")).json()["threads"] if t["threadId"] == waiting
+    )
+    assert (view["status"], view["agent"], view["pendingToolCalls"]) == (
+        "awaiting_tool_results",
+        "demo",
+        1,
+    )
+
+    assert (await http.delete(f"/threads/{waiting}")).status_code == 204
+    await listed_ids(http, {idle}, frozenset({waiting}))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"status": "asleep"}, {"agent": "de mo"}, {"limit": 0}, {"limit": 101}, {"cursor": "x"}],
+    ids=["status", "agent", "limit-0", "limit-101", "cursor"],
+)
+async def test_a_bad_list_filter_is_a_422(http: httpx.AsyncClient, params: dict[str, Any]) -> None:
+    response = await http.get("/threads", params=params)
+    assert response.status_code == 422, response.text
