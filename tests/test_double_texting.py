@@ -13,7 +13,15 @@ import pytest
 
 from durable_agui.activities.turn import CANCELLED_AFTER_TOOLS
 from tests.stack import STORES, DevStack, started, store_env
-from tests.support import check_stream, persisted_messages, post_run, run_input, stream_run, user
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    persisted_messages,
+    post_run,
+    run_input,
+    stream_run,
+    user,
+)
 
 SLOW = 'call lookup_flight {"flight":"D1","delay_seconds":3}'
 
@@ -124,3 +132,60 @@ async def test_an_unknown_strategy_is_refused_before_the_thread(http: httpx.Asyn
     assert status == 422
     assert "forwardedProps.multitaskStrategy" in refused[0]["detail"]["message"]
     assert (await http.get("/threads/dt-bad")).status_code == 404
+
+
+MIXED = 'call lookup_flight {"flight":"E1","delay_seconds":5}\ncall confirm_booking {"flight":"E1"}'
+
+
+async def answer_while_the_tool_runs(
+    http: httpx.AsyncClient, thread: str, answer_id: str | None = None
+) -> tuple[list[dict[str, Any]], tuple[int, list[dict[str, Any]]], str]:
+    """Run r1 (a 5 s backend tool beside a frontend call); as soon as the frontend call has
+    streamed, a second client answers it (or ``answer_id``) in run r2. Returns r1's events,
+    r2's ``(status, events)`` and the frontend call's wire id."""
+    body = run_input(thread, "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+    answering: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
+    wire: list[str] = []
+
+    async def answer(events: list[dict[str, Any]]) -> None:
+        starts = [e for e in events if e["type"] == "TOOL_CALL_START"]
+        card = [e for e in starts if e["toolCallName"] == "confirm_booking"]
+        ended = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_END"}
+        if answering or not card or card[0]["toolCallId"] not in ended:
+            return
+        wire.append(card[0]["toolCallId"])
+        tool = {"id": "t1", "role": "tool", "toolCallId": answer_id or wire[0], "content": "yes"}
+        second = run_input(thread, "r2", [tool], [CONFIRM_BOOKING])
+        answering.append(asyncio.create_task(post_run(other, "demo", second)))
+        await asyncio.sleep(0)
+
+    async with httpx.AsyncClient(base_url=http.base_url, timeout=60) as other:
+        events, _ = await stream_run(http, "/agents/demo", answer, json=body)
+        assert answering, "the frontend call never streamed"
+        second = await answering[0]
+    check_stream(events)
+    return events, second, wire[0]
+
+
+async def test_an_answer_sent_while_a_backend_tool_of_its_batch_runs_is_taken_after_it(
+    http: httpx.AsyncClient,
+) -> None:
+    first, (status, second), wire_id = await answer_while_the_tool_runs(http, "early-1")
+    assert status == 200, second
+    # The first run did not know of the answer yet; the second takes it and continues.
+    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [wire_id]}
+    assert second[-1]["outcome"] == {"type": "success"}
+    text = "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text.startswith("lookup_flight -> success: ")
+    assert text.endswith("confirm_booking -> success: yes")
+    view = (await http.get("/threads/early-1")).json()
+    assert view["status"] == "idle" and view["pendingToolCalls"] == []
+
+
+async def test_an_early_answer_for_an_id_no_run_streamed_is_still_refused(
+    http: httpx.AsyncClient,
+) -> None:
+    _, (status, refused), _ = await answer_while_the_tool_runs(http, "early-2", "call_nope")
+    assert status == 409
+    assert refused[0]["detail"]["type"] == "UnknownToolCall"
+    assert "call_nope" in refused[0]["detail"]["message"]

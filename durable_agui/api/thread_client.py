@@ -57,7 +57,7 @@ from durable_agui.core.contract import (
     session_id_for,
     workflow_id_for,
 )
-from durable_agui.core.event_log import READ_TIMEOUT, read_thread
+from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import owned_thread_id, visibility_query
 
@@ -295,3 +295,38 @@ async def list_threads(
         raise from_rpc_error(err) from err
     found.sort(key=lambda thread: (thread.last_activity, thread.thread_id), reverse=True)
     return found
+
+
+async def with_early_answers(
+    client: Client, thread_id: str, request: RunRequest
+) -> RunRequest | None:
+    """``request`` with its answers to calls the run in progress has streamed, but not yet
+    handed to the thread (its turn has not ended), moved to ``early_tool_results``; ``None``
+    when it has none (no run in progress, or no such answer): then the thread's own refusal
+    stands. A call counts when the run's stream started it (``TOOL_CALL_START``) as one of
+    the frontend tools ``request`` declares."""
+    state = await thread_state(client, thread_id, request.principal)
+    run_id = state.current_run_id
+    if run_id is None or not request.frontend_tools:
+        return None
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
+    begin = state.run_start_offsets.get(run_id, 0)
+    try:
+        logged = await read_run_events(client, handle, state, run_id, begin)
+    except (RPCError, WorkflowUpdateFailedError):
+        return None
+    frontend = {tool.name for tool in request.frontend_tools}
+    streaming = {
+        item.data.get("toolCallId")
+        for item in logged
+        if item.data.get("type") == "TOOL_CALL_START" and item.data.get("toolCallName") in frontend
+    }
+    early = [
+        r
+        for r in request.tool_results
+        if r.tool_call_id in streaming and r.tool_call_id not in state.tool_call_ids
+    ]
+    if not early:
+        return None
+    rest = [r for r in request.tool_results if r not in early]
+    return request.model_copy(update={"tool_results": rest, "early_tool_results": early})

@@ -259,6 +259,9 @@ class RunRequest(BaseModel):
     multitask_strategy: MultitaskStrategy = "enqueue"
     """What this run does when another run of the thread is in progress
     (``MultitaskStrategy``)."""
+    early_tool_results: list[ToolResult] = Field(default_factory=list)
+    """Answers to frontend calls the run in progress has streamed but not yet handed to the
+    thread (its turn has not ended): judged and taken when this run starts, behind it."""
 
 
 class RunAccepted(BaseModel):

@@ -83,6 +83,9 @@ PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
 PATCH_MULTITASK = "double-texting-interrupts-the-run"
 """workflow.patched id: a run sent with ``interrupt`` or ``rollback`` stops the run in
 progress and goes first (histories recorded before it never had such a run)."""
+PATCH_EARLY_ANSWERS = "answers-to-calls-still-streaming"
+"""workflow.patched id: a run may carry answers to calls the run before it streamed
+(``early_tool_results``), taken when it starts."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -614,6 +617,14 @@ class AgentThreadWorkflow:
         self._run_outcomes[run.run_id] = "finished"
         self._run_usage = None
         try:
+            if run.early_tool_results and workflow.patched(PATCH_EARLY_ANSWERS):
+                try:  # the calls they answer are in the batch now, or they are refused
+                    self._check_answers(run.early_tool_results, [])
+                except ApplicationError as refused:
+                    self._publish(run.run_id, run_error_event(refused))
+                    self._forget_messages(run)
+                    return
+                self._batch.take(run.early_tool_results, [])
             await self._turn(run)
             self._publish(
                 run.run_id,

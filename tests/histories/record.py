@@ -188,6 +188,26 @@ async def deletion(env: WorkflowEnvironment, settings: Settings, thread: str) ->
     await handle.result()
 
 
+async def early_answer(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A run that carries an answer as ``early_tool_results`` (the API's hand-over of an
+    answer to a call the run before it was still streaming): taken when it starts."""
+    mixed = 'call lookup_flight {"flight":"E1"}\ncall confirm_booking {"f":1}'
+    await start_run(env.client, settings, thread, "r1", mixed, [CONFIRM_BOOKING])
+    (wire_id,) = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(
+        AgentThreadWorkflow.submit_run,
+        RunRequest(
+            run_id="r2",
+            agent="demo",
+            frontend_tools=[CONFIRM_BOOKING],
+            early_tool_results=[ToolResult(tool_call_id=wire_id, content="yes")],
+        ),
+    )
+    events = await run_events(env.client, thread, "r2")
+    assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -266,6 +286,7 @@ SCENARIOS: dict[str, Scenario] = {
     "shared_state": shared_state,
     "double_text": double_text,
     "deletion": deletion,
+    "early_answer": early_answer,
 }
 
 

@@ -24,7 +24,7 @@ from durable_agui.api.limits import (
 )
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
-from durable_agui.api.thread_client import submit_run, thread_state
+from durable_agui.api.thread_client import submit_run, thread_state, with_early_answers
 from durable_agui.core.contract import ErrorType, workflow_id_for
 
 router = APIRouter(tags=["agents"])
@@ -51,6 +51,11 @@ class AgentInfo(BaseModel):
 async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentInfo]:
     """The agents this server runs (``POST /agents/{name}``)."""
     return [AgentInfo(name=a.name, description=a.description) for a in agents.values()]
+
+
+def _is_unknown_call(refused: HTTPException) -> bool:
+    detail = refused.detail
+    return isinstance(detail, dict) and detail.get("type") == ErrorType.UNKNOWN_TOOL_CALL
 
 
 def _definition(agents: AgentsDep, agent: str) -> AgentDefinition:
@@ -180,7 +185,17 @@ async def run_agent(
         update={"principal": principal, "multitask_strategy": strategy}
     )
     check_answers(request.tool_results, request.resume, settings)
-    accepted = await submit_run(client, settings, thread_id, request)
+    try:
+        accepted = await submit_run(client, settings, thread_id, request)
+    except HTTPException as refused:
+        # Answers to calls of the run in progress that its turn has not handed over yet
+        # (a card answered while a backend tool of its batch still runs): taken after it.
+        if not _is_unknown_call(refused) or not request.tool_results:
+            raise
+        early = await with_early_answers(client, thread_id, request)
+        if early is None:
+            raise
+        accepted = await submit_run(client, settings, thread_id, early)
     window = RunWindow(
         start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
     )
