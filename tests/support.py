@@ -47,6 +47,7 @@ async def start_run(
     text: str,
     tools: list[FrontendTool],
     multitask_strategy: MultitaskStrategy = "enqueue",
+    webhook_attempts: int = 0,
 ) -> RunAccepted:
     """Send one user message to ``thread_id`` (creating it), as the API does."""
     return await client.execute_update_with_start_workflow(
@@ -65,6 +66,7 @@ async def start_run(
                 agent="demo",
                 answer_timeout_s=settings.answer_timeout_s,
                 turns_per_workflow_run=settings.turns_per_workflow_run,
+                webhook_attempts=webhook_attempts,
             ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -44,6 +44,14 @@ class InterruptView(CamelModel):
     answered: bool
 
 
+class WebhookFailureView(CamelModel):
+    event: str
+    run_id: str
+    idempotency_key: str
+    error: str
+    failed_at: datetime
+
+
 class ThreadView(CamelModel):
     thread_id: str
     agent: str
@@ -58,6 +66,10 @@ class ThreadView(CamelModel):
     )
     workflow_id: str
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
+    webhook_failures: list[WebhookFailureView] = Field(
+        default_factory=list,
+        description="The last webhook deliveries that failed every attempt (at most 10).",
+    )
 
 
 class ThreadSummary(CamelModel):

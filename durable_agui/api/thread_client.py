@@ -138,6 +138,7 @@ async def submit_run(
             answer_timeout_s=settings.answer_timeout_s,
             turns_per_workflow_run=settings.turns_per_workflow_run,
             search_attributes=settings.search_attributes,
+            webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

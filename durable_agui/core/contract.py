@@ -419,6 +419,7 @@ class ThreadState(BaseModel):
     """A cancel of the run in progress was accepted; its turn stops at the next safe point."""
     message_count: int | None = None
     """Messages the thread recorded in its session after its last turn (``None``: none yet)."""
+    webhook_failures: list[WebhookFailure] = Field(default_factory=list)
 
 
 class BatchState(BaseModel):
@@ -462,6 +463,8 @@ class ThreadCarry(BaseModel):
     run_start_offsets: dict[str, int] = Field(default_factory=dict)
     run_digests: dict[str, str] = Field(default_factory=dict)
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
+    webhook_failures: list[WebhookFailure] = Field(default_factory=list)
+    """The last webhook deliveries that failed for good (at most ``RECENT_FAILURES``)."""
     last_turn_run_id: str | None = None
     """The run whose turn last completed: the ids of the assistant messages it streamed
     (``<runId>-a<attempt>-m<n>``) name the thread's latest history."""
@@ -501,6 +504,29 @@ class ThreadCarry(BaseModel):
         return data
 
 
+WebhookEvent = Literal["run.finished", "thread.waiting"]
+"""What a webhook delivery tells: a run ended, or the thread now waits for a person."""
+
+
+class WebhookDelivery(BaseModel):
+    """Input of the ``deliver_webhook`` activity: one POST to the deployment's webhook."""
+
+    event: WebhookEvent
+    idempotency_key: str
+    """The same for every attempt of one delivery: ``<workflow id>:<run id>:<event>``."""
+    body: dict[str, Any]
+
+
+class WebhookFailure(BaseModel):
+    """A delivery that every attempt failed (``GET /threads/{id}`` ``webhookFailures``)."""
+
+    event: WebhookEvent
+    run_id: str
+    idempotency_key: str
+    error: str
+    failed_at: datetime
+
+
 class ThreadInput(BaseModel):
     """Start input of ``AgentThreadWorkflow``.
 
@@ -522,6 +548,8 @@ class ThreadInput(BaseModel):
     turns_per_workflow_run: int = 100
     search_attributes: bool = False
     """Keep ``SEARCH_ATTRIBUTES`` current; only where the server has them registered."""
+    webhook_attempts: int = 0
+    """Attempts per webhook delivery (``Settings.webhook_attempts``); 0: no webhooks."""
     carry: ThreadCarry | None = None
     stream_state: WorkflowStreamState | None = None
 

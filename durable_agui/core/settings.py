@@ -6,7 +6,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+import httpx
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -144,11 +145,37 @@ class Settings(BaseSettings):
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 
+    webhook_url: str | None = None
+    """Where the workers POST ``run.finished`` and ``thread.waiting`` deliveries (http or
+    https), signed with ``webhook_secret``; unset (the default): no webhooks. Applies to
+    threads started afterwards (and to every delivery's URL at the time it is sent)."""
+    webhook_secret: SecretStr | None = None
+    """The HMAC-SHA256 key of the ``X-Durable-Agui-Signature`` header; required with
+    ``webhook_url``."""
+    webhook_attempts: int = Field(default=6, ge=1, le=20)
+    """Attempts per delivery, 1 s apart then doubling (at most 60 s): 6 take about 30 s.
+    A delivery that fails them all is recorded on the thread (``webhookFailures``)."""
+
     pending_tool_call_ids: bool = True
     """``RUN_FINISHED``'s success outcome names the frontend calls still waiting
     (``pendingToolCallIds``, AG-UI 1.0). Set false for clients on the TypeScript
     ``@ag-ui/core`` 0.0.x (CopilotKit 1.61, the AG-UI Dojo): their success outcome is a
     closed object, so the key fails the whole run there and its frontend tools never run."""
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_is_http(cls, url: str | None) -> str | None:
+        if url is not None and (
+            not url.startswith(("http://", "https://")) or httpx.URL(url).host == ""
+        ):
+            raise ValueError(f"{url!r} is not an http(s) URL")
+        return url
+
+    @model_validator(mode="after")
+    def _webhook_has_a_secret(self) -> Settings:
+        if self.webhook_url is not None and self.webhook_secret is None:
+            raise ValueError("DURABLE_AGUI_WEBHOOK_URL needs DURABLE_AGUI_WEBHOOK_SECRET")
+        return self
 
     @field_validator("media_fetch_hosts")
     @classmethod

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         ReconcileOutput,
         TurnInput,
         TurnOutput,
+        WebhookDelivery,
     )
 
 PATCH_COUNT_LOCALLY = "count-session-in-a-local-activity"
@@ -39,6 +40,7 @@ RECONCILE_TIMEOUT = timedelta(seconds=30)
 RECONCILE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
 """Without limit: an answer the API accepted is written as soon as the session store is
 back, however long it was away (the run waits; the client can cancel it)."""
+WEBHOOK_TIMEOUT = timedelta(seconds=15)
 COUNT_RETRY = RetryPolicy(maximum_attempts=5)
 """A new thread's first count: a store that stays away ends the run with RUN_ERROR
 (about 15 s) instead of leaving it waiting; the client may send the run again."""
@@ -112,6 +114,22 @@ async def delete_session(session_id: str) -> None:
         start_to_close_timeout=RECONCILE_TIMEOUT,
         retry_policy=RECONCILE_RETRY,
         summary="delete the session",
+    )
+
+
+async def deliver_webhook(delivery: WebhookDelivery, attempts: int) -> None:
+    """POST one webhook delivery, up to ``attempts`` times (1 s apart, then doubling, at
+    most 60 s), so it outlives restarts of every process.
+
+    Raises:
+        temporalio.exceptions.ActivityError: every attempt failed.
+    """
+    await workflow.execute_activity(
+        "deliver_webhook",
+        delivery,
+        start_to_close_timeout=WEBHOOK_TIMEOUT,
+        retry_policy=RetryPolicy(maximum_attempts=attempts, maximum_interval=timedelta(seconds=60)),
+        summary=f"webhook {delivery.event}",
     )
 
 

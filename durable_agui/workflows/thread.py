@@ -12,8 +12,9 @@ open the loop waits on a durable timer as well: unanswered calls expire.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
@@ -58,6 +59,9 @@ with workflow.unsafe.imports_passed_through():
         TurnInput,
         TurnOutput,
         UserInput,
+        WebhookDelivery,
+        WebhookEvent,
+        WebhookFailure,
         event_to_wire,
         run_topic,
     )
@@ -86,6 +90,11 @@ progress and goes first (histories recorded before it never had such a run)."""
 PATCH_EARLY_ANSWERS = "answers-to-calls-still-streaming"
 """workflow.patched id: a run may carry answers to calls the run before it streamed
 (``early_tool_results``), taken when it starts."""
+PATCH_WEBHOOKS = "webhook-deliveries"
+"""workflow.patched id: a thread started with webhooks delivers ``run.finished`` and
+``thread.waiting`` (histories recorded before it had none)."""
+RECENT_FAILURES = 10
+"""Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -136,6 +145,9 @@ class AgentThreadWorkflow:
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
         self._rollback_run_id: str | None = None  # the run a rollback stops (_roll_back)
+        self._terminal_events: dict[str, dict[str, Any]] = {}  # for webhook bodies
+        self._deliveries = 0  # webhook deliveries under way (a rollover waits for them)
+        self._background: set[asyncio.Task[None]] = set()  # their tasks, kept referenced
         self._deleting = False  # delete_thread was accepted: the thread ends
         self._deleted = False  # its session is gone
         self._run_outcomes: dict[str, Literal["cancelled", "finished"]] = {}
@@ -186,6 +198,7 @@ class AgentThreadWorkflow:
         # them on the new run), so the queue stays empty: queued runs could not be carried
         # within the payload limit.
         self._rolling_over = True
+        await workflow.wait_condition(lambda: self._deliveries == 0)
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         # The new run keeps the events of the last few runs, for clients that reconnect;
@@ -249,6 +262,7 @@ class AgentThreadWorkflow:
             run_start_offsets=recent(self._book.run_start_offsets, KEEP_RUN_EVENTS),
             cancel_requested=self._cancel_requested and self._current_run_id is not None,
             message_count=self._book.message_count,
+            webhook_failures=self._book.webhook_failures,
         )
 
     @workflow.query
@@ -475,6 +489,7 @@ class AgentThreadWorkflow:
         self._book.queue = []
         await steps.delete_session(self._session_id)
         self._deleted = True
+        await workflow.wait_condition(lambda: self._deliveries == 0)
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     @workflow.update
@@ -579,7 +594,66 @@ class AgentThreadWorkflow:
     # -- running a turn ---------------------------------------------------------------------
 
     def _publish(self, run_id: str, event: BaseEvent) -> None:
-        self._stream.topic(run_topic(run_id)).publish(event_to_wire(event))
+        data = event_to_wire(event)
+        if data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            self._terminal_events[run_id] = data
+        self._stream.topic(run_topic(run_id)).publish(data)
+
+    # -- webhooks ---------------------------------------------------------------------------
+
+    def _notify(self, run_id: str) -> None:
+        """Start the webhook deliveries of run ``run_id``'s end: ``run.finished`` always,
+        ``thread.waiting`` when the run opened calls or approvals that now wait. In the
+        background: a delivery never holds or fails the thread."""
+        if not self._start.webhook_attempts or not workflow.patched(PATCH_WEBHOOKS):
+            return
+        calls = [c for c in self._batch.calls.values() if c.result is None]
+        interrupts = [i for i in self._batch.interrupts.values() if i.resolution is None]
+        body = {
+            "threadId": self._thread_id,
+            "runId": run_id,
+            "status": self._status.value,
+            "event": self._terminal_events.pop(run_id, None),
+            "pendingToolCalls": [
+                {"toolCallId": c.wire_id, "toolName": c.tool_name, "args": c.args,
+                 "expiresAt": c.expires_at.isoformat()}
+                for c in calls
+            ],
+            "interrupts": [
+                {"id": i.interrupt_id, "toolCallId": i.wire_id, "toolName": i.tool_name,
+                 "message": i.message, "responseSchema": i.response_schema,
+                 "expiresAt": i.expires_at.isoformat()}
+                for i in interrupts
+            ],
+        }  # fmt: skip
+        events: list[WebhookEvent] = ["run.finished"]
+        if any(c.run_id == run_id for c in calls) or any(i.run_id == run_id for i in interrupts):
+            events.append("thread.waiting")
+        for event in events:
+            key = f"{workflow.info().workflow_id}:{run_id}:{event}"
+            delivery = WebhookDelivery(
+                event=event, idempotency_key=key, body={"type": event, **body}
+            )
+            self._deliveries += 1
+            self._background.add(asyncio.create_task(self._deliver(run_id, delivery)))
+
+    async def _deliver(self, run_id: str, delivery: WebhookDelivery) -> None:
+        try:
+            await steps.deliver_webhook(delivery, self._start.webhook_attempts)
+        except ActivityError as err:
+            cause = err.cause
+            failure = WebhookFailure(
+                event=delivery.event,
+                run_id=run_id,
+                idempotency_key=delivery.idempotency_key,
+                error=cause.message if isinstance(cause, ApplicationError) else str(err),
+                failed_at=workflow.now(),
+            )
+            failures = [*self._book.webhook_failures, failure]
+            self._book.webhook_failures = failures[-RECENT_FAILURES:]
+        finally:
+            self._deliveries -= 1
+            self._background = {task for task in self._background if not task.done()}
 
     def _stream_end(self) -> int:
         state = self._stream.get_state()
@@ -658,6 +732,7 @@ class AgentThreadWorkflow:
             self._show_status()
             finished = [*self._book.finished_run_ids, run.run_id]
             self._book.finished_run_ids = finished[-RECENT_RUNS:]
+            self._notify(run.run_id)
 
     def _roll_back(
         self, run: RunRequest, message_count: int | None, last_turn_run_id: str | None

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+from pydantic import SecretStr
 from temporalio import activity
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -46,6 +47,7 @@ from durable_agui.worker import build_worker, thread_activities, thread_workflow
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import BIN
 from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING, run_events, start_run
+from tests.webhook_receiver import WebhookReceiver
 
 HERE = Path(__file__).parent
 Scenario = Callable[[WorkflowEnvironment, Settings, str], Awaitable[None]]
@@ -208,6 +210,31 @@ async def early_answer(env: WorkflowEnvironment, settings: Settings, thread: str
     assert events[-1]["outcome"] == {"type": "success"}, events[-1]
 
 
+async def webhooks(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread with webhooks: a frontend call delivers run.finished and thread.waiting
+    (the receiver fails the first attempt), the answer's run delivers run.finished; a
+    receiver then down for good records the failure on the thread."""
+    receiver = WebhookReceiver()
+    receiver.start()
+    settings.webhook_url, settings.webhook_secret = receiver.url, SecretStr("record")
+    try:
+        receiver.reset(fail_next=1)
+        await start_run(
+            env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING],
+            webhook_attempts=2,
+        )  # fmt: skip
+        (wire_id,) = await pending(env.client, thread, "r1")
+        while len(receiver.delivered()) < 2:
+            await asyncio.sleep(0.1)
+        receiver.reset(down=True)
+        await answer(env.client, thread, "r2", ToolResult(tool_call_id=wire_id, content="yes"))
+        handle = env.client.get_workflow_handle(workflow_id_for(thread))
+        while not (await handle.query(AgentThreadWorkflow.state)).webhook_failures:
+            await asyncio.sleep(0.1)
+    finally:
+        receiver.stop()
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -287,6 +314,7 @@ SCENARIOS: dict[str, Scenario] = {
     "double_text": double_text,
     "deletion": deletion,
     "early_answer": early_answer,
+    "webhooks": webhooks,
 }
 
 

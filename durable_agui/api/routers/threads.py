@@ -23,6 +23,7 @@ from durable_agui.api.models import (
     ThreadView,
     ToolResultsIn,
     ToolResultsOut,
+    WebhookFailureView,
 )
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
@@ -119,6 +120,9 @@ async def get_thread(
         state=await shared_state(settings, state, definition.state if definition else None),
         workflow_id=workflow_id,
         temporal_ui_url=workflow_ui_url(settings, workflow_id),
+        webhook_failures=[
+            WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
+        ],
     )
 
 
