@@ -478,3 +478,20 @@ async def test_read_commands_name_the_temporal_address_they_cannot_reach(
     (line,) = command.output.strip().splitlines()
     assert nowhere in line and "DURABLE_AGUI_TEMPORAL_ADDRESS" in line, line
     assert "tonic" not in line
+
+
+@pytest.mark.parametrize("command", ["worker", "api", "dev"])
+async def test_a_bad_setting_stops_the_process_with_one_line_naming_it(
+    cli: Launch, tmp_path: Path, command: str
+) -> None:
+    env = {
+        "DURABLE_AGUI_WEBHOOK_URL": "ftp://hooks.example.com",
+        "DURABLE_AGUI_TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",
+    }
+    started = await cli(command, "--data-dir", str(tmp_path / "data"), env=env)
+    assert await started.exit_code() == 1
+    lines = [line for line in started.output.splitlines() if line.strip()]
+    assert lines == [
+        f"durable-agui {command}: bad settings: DURABLE_AGUI_WEBHOOK_URL: "
+        "'ftp://hooks.example.com' is not an http(s) URL"
+    ], started.output

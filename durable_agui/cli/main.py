@@ -10,6 +10,7 @@ import sys
 import traceback
 from typing import NoReturn
 
+from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
@@ -70,10 +71,23 @@ def _served(args: argparse.Namespace) -> int:
     except (CommandFailed, RuntimeError) as err:
         print(f"durable-agui {args.command}: {err}", file=sys.stderr)
         return 1
+    except ValidationError as err:  # a DURABLE_AGUI_* setting out of its bounds
+        print(f"durable-agui {args.command}: {settings_problem(err)}", file=sys.stderr)
+        return 1
     except Exception:  # a bug: its traceback, and still no interpreter shutdown
         traceback.print_exc()
         return 1
     return 0
+
+
+def settings_problem(err: ValidationError) -> str:
+    """One line naming each refused setting by its environment variable, and why."""
+    problems = []
+    for error in err.errors():
+        name = "_".join(str(part) for part in error["loc"]).upper()
+        where = f"DURABLE_AGUI_{name}: " if name else ""
+        problems.append(where + error["msg"].removeprefix("Value error, "))
+    return "bad settings: " + "; ".join(problems)
 
 
 def _end(code: int, *, stdout_may_be_closed: bool) -> NoReturn:
