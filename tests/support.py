@@ -67,6 +67,8 @@ async def start_run(
                 answer_timeout_s=settings.answer_timeout_s,
                 turns_per_workflow_run=settings.turns_per_workflow_run,
                 webhook_attempts=webhook_attempts,
+                idle_ttl_s=settings.thread_ttl_s,
+                idle_ttl_removes_session=settings.thread_ttl_removes_session,
             ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

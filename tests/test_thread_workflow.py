@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -189,3 +189,51 @@ async def test_unanswered_call_expires_after_the_default_24_hours(
             )
         assert isinstance(late.value.cause, ApplicationError)
         assert late.value.cause.type == "ToolCallExpired"
+
+
+@pytest.mark.parametrize("removes", [False, True], ids=["session-kept", "session-removed"])
+async def test_an_idle_thread_expires_after_its_time_to_live(
+    time_skipping_env: WorkflowEnvironment, settings: Settings, removes: bool
+) -> None:
+    client = time_skipping_env.client
+    settings = settings.model_copy(
+        update={"thread_ttl_s": 3600.0, "thread_ttl_removes_session": removes}
+    )
+    thread = f"t-ttl-{removes}"
+    store = session_store(settings)
+    handle = client.get_workflow_handle(workflow_id_for(thread))
+    async with build_worker(client, settings, max_cached_workflows=0):
+        await start_run(client, settings, thread, "r1", "hello", [])
+        await run_events(client, thread, "r1")
+        await time_skipping_env.sleep(timedelta(minutes=59))
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        await time_skipping_env.sleep(timedelta(minutes=2))
+        assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+        assert store.has_session(thread) is not removes
+
+        # The same id again: a new workflow, which continues the session if it was kept.
+        await start_run(client, settings, thread, "r2", "again", [])
+        assert text_of(await run_events(client, thread, "r2")) == "echo: again"
+        roles = [m["role"] for m in persisted_messages(store, thread)]
+        assert roles == ["user", "assistant"] * (1 if removes else 2)
+
+
+async def test_a_thread_waiting_for_a_person_does_not_expire(
+    time_skipping_env: WorkflowEnvironment, settings: Settings
+) -> None:
+    client = time_skipping_env.client
+    settings = settings.model_copy(update={"thread_ttl_s": 3600.0})
+    thread = "t-ttl-waiting"
+    async with build_worker(client, settings, max_cached_workflows=0):
+        await start_run(
+            client,
+            settings,
+            thread,
+            "r1",
+            'call confirm_booking {"flight":"T1"}',
+            [CONFIRM_BOOKING],
+        )
+        await run_events(client, thread, "r1")
+        await time_skipping_env.sleep(timedelta(hours=3))
+        state = await thread_state(client, thread)
+        assert state.status == ThreadStatus.AWAITING_TOOL_RESULTS

@@ -139,6 +139,8 @@ async def submit_run(
             turns_per_workflow_run=settings.turns_per_workflow_run,
             search_attributes=settings.search_attributes,
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
+            idle_ttl_s=settings.thread_ttl_s,
+            idle_ttl_removes_session=settings.thread_ttl_removes_session,
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -550,6 +550,12 @@ class ThreadInput(BaseModel):
     """Keep ``SEARCH_ATTRIBUTES`` current; only where the server has them registered."""
     webhook_attempts: int = 0
     """Attempts per webhook delivery (``Settings.webhook_attempts``); 0: no webhooks."""
+    idle_ttl_s: float | None = None
+    """An idle thread's workflow completes this long after its last run (seconds;
+    ``Settings.thread_ttl_s``); ``None``: never."""
+    idle_ttl_removes_session: bool = False
+    """On expiry the session is removed too (else it stays, and a later run with the same
+    ``threadId`` starts a new workflow that continues it)."""
     carry: ThreadCarry | None = None
     stream_state: WorkflowStreamState | None = None
 

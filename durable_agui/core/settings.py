@@ -145,6 +145,14 @@ class Settings(BaseSettings):
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 
+    thread_ttl_s: float | None = Field(default=None, gt=0)
+    """An idle thread (no run, nothing waiting for a person) expires this long after its
+    last run ended (seconds): its workflow completes. Unset (the default): threads never
+    expire. Applies to threads started afterwards."""
+    thread_ttl_removes_session: bool = False
+    """On expiry, remove the session from the store too (the thread is gone for good);
+    false (the default): keep it, and a later run with the same ``threadId`` continues it."""
+
     webhook_url: str | None = None
     """Where the workers POST ``run.finished`` and ``thread.waiting`` deliveries (http or
     https), signed with ``webhook_secret``; unset (the default): no webhooks. Applies to

@@ -13,7 +13,7 @@ open the loop waits on a durable timer as well: unanswered calls expire.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
@@ -95,6 +95,8 @@ PATCH_WEBHOOKS = "webhook-deliveries"
 ``thread.waiting`` (histories recorded before it had none)."""
 RECENT_FAILURES = 10
 """Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
+PATCH_TTL = "idle-threads-expire"
+"""workflow.patched id: a thread started with a time-to-live completes once idle for it."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -147,6 +149,7 @@ class AgentThreadWorkflow:
         self._rollback_run_id: str | None = None  # the run a rollback stops (_roll_back)
         self._terminal_events: dict[str, dict[str, Any]] = {}  # for webhook bodies
         self._deliveries = 0  # webhook deliveries under way (a rollover waits for them)
+        self._idle_since = workflow.now()  # when the last run ended (time-to-live)
         self._background: set[asyncio.Task[None]] = set()  # their tasks, kept referenced
         self._deleting = False  # delete_thread was accepted: the thread ends
         self._deleted = False  # its session is gone
@@ -165,18 +168,45 @@ class AgentThreadWorkflow:
                 return
             if not self._book.queue and self._should_continue_as_new():
                 await self._continue_as_new()
+            expiry = self._expiry()
+            deadline = self._batch.deadline()
+            wake = min((t for t in (deadline, expiry) if t is not None), default=None)
             try:
                 await workflow.wait_condition(
                     lambda: (
                         bool(self._book.queue) or self._should_continue_as_new() or self._deleting
                     ),
-                    timeout=time_to(self._batch.deadline(), workflow.now()),
+                    timeout=time_to(wake, workflow.now()),
                 )
             except TimeoutError:
+                if expiry is not None and workflow.now() >= expiry and not self._book.queue:
+                    await self._expire()
+                    return
                 await self._expire_batch()
                 continue
             if self._book.queue:
                 await self._execute(self._book.queue.pop(0))
+
+    # -- time-to-live -----------------------------------------------------------------------
+
+    def _expiry(self) -> datetime | None:
+        """When the thread expires, if it is idle (nothing waits for a person) and has a
+        time-to-live: ``idle_ttl_s`` after its last run ended (or it started)."""
+        ttl = self._start.idle_ttl_s
+        if not ttl or self._batch.deadline() is not None or not workflow.patched(PATCH_TTL):
+            return None
+        return self._idle_since + timedelta(seconds=ttl)
+
+    async def _expire(self) -> None:
+        """The thread's time-to-live passed while idle: its workflow completes (runs that
+        arrive meanwhile are told to retry, and start a new one); the session is removed
+        when ``idle_ttl_removes_session``, else a later run continues it."""
+        self._rolling_over = True  # runs and answers: ThreadRollingOver, the API retries
+        await workflow.wait_condition(lambda: self._deliveries == 0)
+        if self._start.idle_ttl_removes_session:
+            await steps.delete_session(self._session_id)
+        self._stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     # -- continue-as-new --------------------------------------------------------------------
 
@@ -732,6 +762,7 @@ class AgentThreadWorkflow:
             self._show_status()
             finished = [*self._book.finished_run_ids, run.run_id]
             self._book.finished_run_ids = finished[-RECENT_RUNS:]
+            self._idle_since = workflow.now()
             self._notify(run.run_id)
 
     def _roll_back(

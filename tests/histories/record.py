@@ -235,6 +235,16 @@ async def webhooks(env: WorkflowEnvironment, settings: Settings, thread: str) ->
         receiver.stop()
 
 
+async def idle_expiry(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread with a one-hour time-to-live: a run, an hour idle, and its workflow
+    completes, the session removed."""
+    ttl = settings.model_copy(update={"thread_ttl_s": 3600.0, "thread_ttl_removes_session": True})
+    await start_run(env.client, ttl, thread, "r1", "hello", [])
+    await run_events(env.client, thread, "r1")
+    await env.sleep(timedelta(hours=2))
+    await env.client.get_workflow_handle(workflow_id_for(thread)).result()
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -315,6 +325,7 @@ SCENARIOS: dict[str, Scenario] = {
     "deletion": deletion,
     "early_answer": early_answer,
     "webhooks": webhooks,
+    "idle_expiry": idle_expiry,
 }
 
 
