@@ -10,24 +10,27 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_agui.activities import ReconcileActivities, TurnActivities
+from durable_agui.activities.scheduled import ScheduledRunActivities
 from durable_agui.activities.webhook import WebhookActivities
 from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.core.settings import Settings, get_settings
 from durable_agui.core.temporal import connect
 from durable_agui.workflows import AgentThreadWorkflow
+from durable_agui.workflows.scheduled import ScheduledRunWorkflow
 
 
 def thread_workflows() -> list[type]:
     """The workflow classes a worker must register to host threads:
-    ``[AgentThreadWorkflow]``."""
-    return [AgentThreadWorkflow]
+    ``[AgentThreadWorkflow, ScheduledRunWorkflow]`` (the second for thread schedules)."""
+    return [AgentThreadWorkflow, ScheduledRunWorkflow]
 
 
 def thread_activities(
     settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
     """The activities a worker must register to host threads (``run_turn``,
-    ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``deliver_webhook``), bound to ``settings`` (default: the
+    ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``deliver_webhook``,
+    ``send_scheduled_run``), bound to ``settings`` (default: the
     environment's) and ``agents``: an ``AgentRegistry``, a list or dict of
     ``AgentDefinition``s, or an import path as ``load_agents`` takes (default:
     ``load_agents(settings.agents)``).
@@ -45,6 +48,7 @@ def thread_activities(
         reconcile.count_session_messages,
         reconcile.delete_session,
         WebhookActivities(settings).deliver_webhook,
+        ScheduledRunActivities(settings).send_scheduled_run,
     ]
 
 

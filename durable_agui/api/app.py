@@ -24,7 +24,7 @@ from durable_agui.api.context import ApiContext
 from durable_agui.api.errors import BODY_ERRORS, api_error, error_response, error_responses
 from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
-from durable_agui.api.routers import codec, threads
+from durable_agui.api.routers import codec, schedules, threads
 from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings, get_settings
 
@@ -98,6 +98,7 @@ def create_router(
     )
     router.include_router(agents_routes.router)
     router.include_router(threads.router)
+    router.include_router(schedules.router)
     router.include_router(codec.router)
     router.state = context  # type: ignore[attr-defined]
     return router

@@ -517,6 +517,28 @@ class WebhookDelivery(BaseModel):
     body: dict[str, Any]
 
 
+class ScheduledRun(BaseModel):
+    """Input of ``ScheduledRunWorkflow``: the run a thread's schedule sends each time it
+    fires (``POST /threads/{id}/schedules``)."""
+
+    thread_id: str
+    principal: str = ANONYMOUS
+    agent: str
+    message: str
+    cron: str = ""
+    """The cron expression as the client gave it (Temporal keeps it parsed)."""
+    schedule_id: str
+
+
+SCHEDULE_ID_PREFIX = "agui-schedule-"
+"""Schedules of thread ``t`` (principal ``p``) are ``agui-schedule-<session_id_for(t, p)>.<n>``."""
+
+
+def schedule_prefix(thread_id: str, principal: str = ANONYMOUS) -> str:
+    """The id prefix of the thread's schedules."""
+    return f"{SCHEDULE_ID_PREFIX}{session_id_for(thread_id, principal)}."
+
+
 class WebhookFailure(BaseModel):
     """A delivery that every attempt failed (``GET /threads/{id}`` ``webhookFailures``)."""
 

@@ -25,6 +25,7 @@ from durable_agui.api.models import (
     ToolResultsOut,
     WebhookFailureView,
 )
+from durable_agui.api.routers.schedules import delete_thread_schedules
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import (
@@ -296,6 +297,7 @@ async def delete_thread_route(
     trail). 204 once the session is gone; 202 when a tool of the run in progress is still
     running after about 10 s (the deletion completes when it returns). Afterwards the
     thread is 404 to everyone, a second ``DELETE`` too; a new run with its id starts a new,
-    empty thread."""
+    empty thread. Its schedules are removed too."""
     done = await delete_thread(client, thread_id, principal)
+    await delete_thread_schedules(client, thread_id, principal)
     return Response(status_code=204 if done else 202)
