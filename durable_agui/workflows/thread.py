@@ -166,7 +166,7 @@ class AgentThreadWorkflow:
             if self._deleting:
                 await self._delete()
                 return
-            if not self._book.queue and self._should_continue_as_new():
+            if not self._book.queue and self._should_continue_as_new() and not self._deliveries:
                 await self._continue_as_new()
             expiry = self._expiry()
             deadline = self._batch.deadline()
@@ -174,14 +174,17 @@ class AgentThreadWorkflow:
             try:
                 await workflow.wait_condition(
                     lambda: (
-                        bool(self._book.queue) or self._should_continue_as_new() or self._deleting
+                        bool(self._book.queue)
+                        or (self._should_continue_as_new() and not self._deliveries)
+                        or self._deleting
                     ),
                     timeout=time_to(wake, workflow.now()),
                 )
             except TimeoutError:
                 if expiry is not None and workflow.now() >= expiry and not self._book.queue:
-                    await self._expire()
-                    return
+                    if await self._expire():
+                        return
+                    continue
                 await self._expire_batch()
                 continue
             if self._book.queue:
@@ -197,16 +200,21 @@ class AgentThreadWorkflow:
             return None
         return self._idle_since + timedelta(seconds=ttl)
 
-    async def _expire(self) -> None:
+    async def _expire(self) -> bool:
         """The thread's time-to-live passed while idle: its workflow completes (runs that
-        arrive meanwhile are told to retry, and start a new one); the session is removed
-        when ``idle_ttl_removes_session``, else a later run continues it."""
+        arrive from then on are told to retry, and start a new one); the session is removed
+        when ``idle_ttl_removes_session``, else a later run continues it. Webhook deliveries
+        still under way are waited for first; a run that arrives meanwhile keeps the thread
+        (``False``)."""
+        await workflow.wait_condition(lambda: not self._deliveries or bool(self._book.queue))
+        if self._book.queue:
+            return False
         self._rolling_over = True  # runs and answers: ThreadRollingOver, the API retries
-        await workflow.wait_condition(lambda: self._deliveries == 0)
         if self._start.idle_ttl_removes_session:
             await steps.delete_session(self._session_id)
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        return True
 
     # -- continue-as-new --------------------------------------------------------------------
 
@@ -228,7 +236,6 @@ class AgentThreadWorkflow:
         # them on the new run), so the queue stays empty: queued runs could not be carried
         # within the payload limit.
         self._rolling_over = True
-        await workflow.wait_condition(lambda: self._deliveries == 0)
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
         # The new run keeps the events of the last few runs, for clients that reconnect;
