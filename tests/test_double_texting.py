@@ -189,3 +189,78 @@ async def test_an_early_answer_for_an_id_no_run_streamed_is_still_refused(
     assert status == 409
     assert refused[0]["detail"]["type"] == "UnknownToolCall"
     assert "call_nope" in refused[0]["detail"]["message"]
+
+
+def answer_of(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant message a client keeps from a run's stream (its streamed id)."""
+    start = next(e for e in events if e["type"] == "TEXT_MESSAGE_START")
+    text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    return {"id": start["messageId"], "role": "assistant", "content": text}
+
+
+async def test_regenerate_replaces_the_last_answer(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "regen-1"
+    first, second = user("u1", "hello"), user("u2", "second")
+    _, r1 = await post_run(http, "demo", run_input(thread, "r1", [first], []))
+    _, r2 = await post_run(
+        http, "demo", run_input(thread, "r2", [first, answer_of(r1), second], [])
+    )
+    # The page drops the last answer and asks again: the transcript without it.
+    status, r3 = await post_run(
+        http, "demo", run_input(thread, "r3", [first, answer_of(r1), second], [])
+    )
+    assert status == 200
+    assert "MESSAGES_SNAPSHOT" not in [e["type"] for e in r3]  # the client's view is right
+    assert answer_of(r3)["content"] == "echo: second"
+    assert answer_of(r3)["id"] != answer_of(r2)["id"]
+    assert texts(persisted_messages(stack.store, thread)) == [
+        "hello", "echo: hello", "second", "echo: second",
+    ]  # fmt: skip
+    # What was replaced stays in the audit trail: r2's events still replay.
+    assert "echo: second" in (await http.get(f"/threads/{thread}/runs/r2/events")).text
+
+
+async def test_edit_goes_back_to_the_edited_message(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "edit-1"
+    first, second = user("u1", "hello"), user("u2", "second")
+    _, r1 = await post_run(http, "demo", run_input(thread, "r1", [first], []))
+    await post_run(http, "demo", run_input(thread, "r2", [first, answer_of(r1), second], []))
+    edited = user("u2", "second, edited")
+    status, r3 = await post_run(
+        http, "demo", run_input(thread, "r3", [first, answer_of(r1), edited], [])
+    )
+    assert status == 200 and answer_of(r3)["content"] == "echo: second, edited"
+    assert texts(persisted_messages(stack.store, thread)) == [
+        "hello", "echo: hello", "second, edited", "echo: second, edited",
+    ]  # fmt: skip
+    # Editing the very first message starts the conversation over.
+    status, _ = await post_run(http, "demo", run_input(thread, "r4", [user("u1", "hi!")], []))
+    assert status == 200
+    assert texts(persisted_messages(stack.store, thread)) == ["hi!", "echo: hi!"]
+
+
+async def test_regenerate_closes_the_calls_it_replaces(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "regen-calls"
+    first, ask = user("u1", "hello"), user("u2", 'call confirm_booking {"flight":"RG1"}')
+    _, r1 = await post_run(http, "demo", run_input(thread, "r1", [first], []))
+    _, r2 = await post_run(
+        http, "demo", run_input(thread, "r2", [first, answer_of(r1), ask], [CONFIRM_BOOKING])
+    )
+    (wire_id,) = r2[-1]["outcome"]["pendingToolCallIds"]
+    status, r3 = await post_run(
+        http, "demo", run_input(thread, "r3", [first, answer_of(r1), ask], [CONFIRM_BOOKING])
+    )
+    assert status == 200
+    (again,) = r3[-1]["outcome"]["pendingToolCallIds"]
+    assert again != wire_id
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert [c["toolCallId"] for c in view["pendingToolCalls"]] == [again]
+    late = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "yes"}
+    status, refused = await post_run(http, "demo", run_input(thread, "r4", [late], []))
+    assert status == 409 and wire_id in refused[0]["detail"]["message"]

@@ -26,4 +26,4 @@ def test_the_js_suite_passes_against_a_running_server(running_stack: DevStack) -
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "# fail 0" in done.stdout and "# pass 16" in done.stdout
+    assert "# fail 0" in done.stdout and "# pass 17" in done.stdout

@@ -4,19 +4,15 @@ thread's history (README "Messages snapshot")."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 from ag_ui.core import Message, MessagesSnapshotEvent, UserMessage
 from temporalio import activity
 
 from durable_agui.activities.publisher import RunEventPublisher
-from durable_agui.core.contract import TurnInput
+from durable_agui.core.contract import STREAMED_MESSAGE_ID, TurnInput
 from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.sessions import SessionStore
 from durable_agui.translation.transcript import to_agui_messages
-
-STREAMED_MESSAGE_ID = re.compile(r"(?P<run>.+)-a[0-9]+-m[0-9]+")
-"""The id ``TurnTranslator`` gives an assistant message it streams."""
 
 
 def transcript_is_stale(anchor: str, history: list[Message], last_turn_run_id: str | None) -> bool:

@@ -87,6 +87,12 @@ ANONYMOUS = "anonymous"
 """The principal of every request when authentication is off."""
 
 
+STREAMED_MESSAGE_ID = re.compile(r"(?P<run>.+)-a[0-9]+-m[0-9]+")
+"""The id ``TurnTranslator`` gives an assistant message it streams (``<runId>-a<attempt>-m<n>``)."""
+SNAPSHOT_MESSAGE_ID = re.compile(r"m(?P<index>[0-9]{1,9})")
+"""The id a snapshot or ``GET /threads/{id}/messages`` gives the stored message ``index``."""
+
+
 def digest(text: str) -> str:
     """A fixed-size fingerprint of ``text`` (128 bits of SHA-256, hex): what a thread
     remembers of ids and answers a client chose, whatever their length."""
@@ -259,6 +265,9 @@ class RunRequest(BaseModel):
     multitask_strategy: MultitaskStrategy = "enqueue"
     """What this run does when another run of the thread is in progress
     (``MultitaskStrategy``)."""
+    rewind_to: int | None = None
+    """Set by the thread, not the client: this run regenerates or edits (its transcript
+    diverges from the history at this session index), so the thread goes back there first."""
     early_tool_results: list[ToolResult] = Field(default_factory=list)
     """Answers to frontend calls the run in progress has streamed but not yet handed to the
     thread (its turn has not ended): judged and taken when this run starts, behind it."""
@@ -465,6 +474,9 @@ class ThreadCarry(BaseModel):
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
     webhook_failures: list[WebhookFailure] = Field(default_factory=list)
     """The last webhook deliveries that failed for good (at most ``RECENT_FAILURES``)."""
+    turn_end_counts: dict[str, int] = Field(default_factory=dict)
+    """Session messages after each recent run's turn, by run id: where a transcript that
+    ends with that run's streamed answer meets the history (regenerate and edit)."""
     last_turn_run_id: str | None = None
     """The run whose turn last completed: the ids of the assistant messages it streamed
     (``<runId>-a<attempt>-m<n>``) name the thread's latest history."""

@@ -34,6 +34,8 @@ with workflow.unsafe.imports_passed_through():
         AGENT_NAME,
         PENDING_TOOL_CALLS,
         RECENT_RUNS,
+        SNAPSHOT_MESSAGE_ID,
+        STREAMED_MESSAGE_ID,
         THREAD_LAST_ACTIVITY,
         THREAD_STATUS,
         ApprovedCall,
@@ -97,6 +99,9 @@ RECENT_FAILURES = 10
 """Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
 PATCH_TTL = "idle-threads-expire"
 """workflow.patched id: a thread started with a time-to-live completes once idle for it."""
+PATCH_REWIND = "regenerate-and-edit-rewind-the-thread"
+"""workflow.patched id: a run whose transcript re-sends or edits a taken user message after
+an earlier answer goes back to that answer first (``rewind_to``)."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -348,7 +353,13 @@ class AgentThreadWorkflow:
         acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
         self._batch.take(request.tool_results, request.resume)
         taken = book.taken_message_digests
-        fresh = [m for m in request.user_messages if m.id_digest() not in taken]
+        rewind_to = self._rewind_point(request)
+        if rewind_to is not None and workflow.patched(PATCH_REWIND):
+            # A regenerate or an edit: its tail is run again from that point, all of it.
+            fresh = request.user_messages
+            request = request.model_copy(update={"rewind_to": rewind_to})
+        else:
+            fresh = [m for m in request.user_messages if m.id_digest() not in taken]
         taken.update((m.id_digest(), m.digest()) for m in fresh)
         if request.frontend_tools is not None:
             book.frontend_tools = request.frontend_tools
@@ -444,7 +455,34 @@ class AgentThreadWorkflow:
                 type=ErrorType.INTERRUPTS_UNANSWERED,
             )
 
+    def _rewind_point(self, request: RunRequest) -> int | None:
+        """Where a regenerate or an edit goes back to, or ``None`` for any other run.
+
+        It is one when the run's tail re-sends a user message the thread took (the same id:
+        a regenerate sends it again unchanged, an edit with new content) and the client's
+        last answer before it (``transcript_anchor``) is an earlier point of the history
+        than its end: the answer a snapshot named ``m<index>``, or the one a recent turn
+        streamed (that turn's end), or none (the start). New ids only are a stale
+        transcript instead (README "Messages snapshot"), never a rewind."""
+        anchor = request.transcript_anchor
+        taken = self._book.taken_message_digests
+        if anchor is None or not any(m.id_digest() in taken for m in request.user_messages):
+            return None
+        point: int | None = None
+        if anchor == "":
+            point = 0
+        elif (indexed := SNAPSHOT_MESSAGE_ID.fullmatch(anchor)) is not None:
+            point = int(indexed["index"]) + 1
+        elif (streamed := STREAMED_MESSAGE_ID.fullmatch(anchor)) is not None:
+            point = self._book.turn_end_counts.get(streamed["run"])
+        count = self._book.message_count
+        if point is None or count is None or point >= count:
+            return None
+        return point
+
     def _check_message_ids(self, request: RunRequest) -> None:
+        if self._rewind_point(request) is not None:
+            return  # an edit: a taken id with new content is the point of it
         for message in request.user_messages:
             taken = self._book.taken_message_digests.get(message.id_digest())
             if taken is not None and taken != message.digest():
@@ -728,6 +766,14 @@ class AgentThreadWorkflow:
         self._run_outcomes[run.run_id] = "finished"
         self._run_usage = None
         try:
+            if run.rewind_to is not None and workflow.patched(PATCH_REWIND):
+                self._rewind(run, run.rewind_to)
+                await self._run_turn(run, run.user_messages, [])
+                self._publish(
+                    run.run_id,
+                    finished_event(self._thread_id, run.run_id, self._batch, self._run_usage),
+                )
+                return
             if run.early_tool_results and workflow.patched(PATCH_EARLY_ANSWERS):
                 try:  # the calls they answer are in the batch now, or they are refused
                     self._check_answers(run.early_tool_results, [])
@@ -771,6 +817,19 @@ class AgentThreadWorkflow:
             self._book.finished_run_ids = finished[-RECENT_RUNS:]
             self._idle_since = workflow.now()
             self._notify(run.run_id)
+
+    def _rewind(self, run: RunRequest, point: int) -> None:
+        """Go back to session index ``point`` (a regenerate or an edit): the calls still open
+        are closed (they come after it), and the next turn cuts the session there. What
+        was replaced stays in the thread's stream and its Temporal history."""
+        book = self._book
+        if self._batch.is_open:
+            self._close_batch(run.run_id, ClosedReason.ABANDONED)
+        book.message_count = point
+        book.last_turn_run_id = next(
+            (r for r, end in reversed(book.turn_end_counts.items()) if end == point), None
+        )
+        book.tail, book.tail_anchor, book.approved = [], None, []
 
     def _roll_back(
         self, run: RunRequest, message_count: int | None, last_turn_run_id: str | None
@@ -859,6 +918,9 @@ class AgentThreadWorkflow:
         book.last_turn_run_id = run.run_id
         book.turns += 1
         book.message_count = output.message_count
+        if workflow.patched(PATCH_REWIND):
+            ends = {**book.turn_end_counts, run.run_id: output.message_count}
+            book.turn_end_counts = recent(ends, RECENT_RUNS)
         self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)
         if self._cancel_requested and output.stop_reason == "cancelled":
             # Calls the cancelled turn emitted are closed at once, so the history stays valid.

@@ -245,6 +245,29 @@ async def idle_expiry(env: WorkflowEnvironment, settings: Settings, thread: str)
     await env.client.get_workflow_handle(workflow_id_for(thread)).result()
 
 
+async def regenerate(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Two runs, then a regenerate of the second answer: the run re-sends the second user
+    message after the first answer's streamed id, and the thread goes back there."""
+    await start_run(env.client, settings, thread, "r1", "hello", [])
+    first = await run_events(env.client, thread, "r1")
+    anchor = next(e["messageId"] for e in first if e["type"] == "TEXT_MESSAGE_START")
+    await start_run(env.client, settings, thread, "r2", "second", [])
+    await run_events(env.client, thread, "r2")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(
+        AgentThreadWorkflow.submit_run,
+        RunRequest(
+            run_id="r3",
+            agent="demo",
+            user_messages=[UserInput(message_id="r2-user", content="second")],
+            transcript_anchor=anchor,
+            frontend_tools=[],
+        ),
+    )
+    await run_events(env.client, thread, "r3")
+    assert (await handle.query(AgentThreadWorkflow.state)).message_count == 4
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -326,6 +349,7 @@ SCENARIOS: dict[str, Scenario] = {
     "early_answer": early_answer,
     "webhooks": webhooks,
     "idle_expiry": idle_expiry,
+    "regenerate": regenerate,
 }
 
 

@@ -332,3 +332,25 @@ test("a backend tool's activity and custom events reach the client in order", as
   const card = agent.messages.find((m) => m.role === "activity");
   assert.deepEqual(card.content, { flight: "A1", done: 2, of: 2 });
 });
+
+test("regenerate and edit, as a page sends them, replace what followed", async () => {
+  const agent = newAgent("regen");
+  say(agent, "hello");
+  await run(agent);
+  say(agent, "second");
+  await run(agent);
+  const answered = agent.messages.at(-1).id;
+
+  // Regenerate: the last answer dropped, the same request again.
+  agent.setMessages(agent.messages.slice(0, -1));
+  await run(agent);
+  assert.notEqual(agent.messages.at(-1).id, answered);
+  assert.equal(lastAssistantText(agent), "echo: second");
+  assert.deepEqual((await serverMessages(agent)).map((m) => m.content), ["hello", "echo: hello", "second", "echo: second"]);
+
+  // Edit: the first message changed in place; what followed it goes.
+  agent.setMessages([{ ...agent.messages[0], content: "hello, edited" }]);
+  await run(agent);
+  assert.equal(lastAssistantText(agent), "echo: hello, edited");
+  assert.deepEqual((await serverMessages(agent)).map((m) => m.content), ["hello, edited", "echo: hello, edited"]);
+});
