@@ -161,3 +161,62 @@ async def test_threads_are_listed_by_status_and_agent_most_recent_first(
 async def test_a_bad_list_filter_is_a_422(http: httpx.AsyncClient, params: dict[str, Any]) -> None:
     response = await http.get("/threads", params=params)
     assert response.status_code == 422, response.text
+
+
+def without_call_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **{k: v for k, v in m.items() if k != "toolCallId"},
+            "toolCalls": [c["function"] for c in m.get("toolCalls") or []],
+        }
+        for m in messages
+    ]
+
+
+async def test_a_fork_copies_the_history_up_to_an_answer_into_a_new_thread(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "fork-src"
+    first = user("u1", 'call save_flight {"flight":"FK1"}')
+    await post_run(http, "demo", run_input(thread, "r1", [first], []))
+    await post_run(http, "demo", run_input(thread, "r2", [user("u2", "second")], []))
+    history = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
+    answer = next(m for m in history if m["role"] == "assistant" and not m.get("toolCalls"))
+
+    forked = await http.post(
+        f"/threads/{thread}/fork", json={"messageId": answer["id"], "threadId": "fork-new"}
+    )
+    assert forked.status_code == 201, forked.text
+    assert forked.json() == {"threadId": "fork-new", "messages": int(answer["id"][1:]) + 1}
+    copied = (await http.get("/threads/fork-new/messages")).json()["messages"]
+    # The same messages; tool call ids are the fork's own (it keeps no wire ids of its source).
+    assert without_call_ids(copied) == without_call_ids(history[: history.index(answer) + 1])
+    assert (await http.get("/threads/fork-new")).json()["state"] == {"savedFlights": ["FK1"]}
+
+    # Each goes on its own way; the source is unchanged.
+    status, events = await post_run(
+        http, "demo", run_input("fork-new", "r1", [user("n1", "on the fork")], [])
+    )
+    assert status == 200 and "MESSAGES_SNAPSHOT" in [e["type"] for e in events]
+    assert (await http.get(f"/threads/{thread}/messages")).json()["messages"] == history
+    again = await http.post(
+        f"/threads/{thread}/fork", json={"messageId": answer["id"], "threadId": "fork-new"}
+    )
+    assert again.status_code == 409
+
+
+@pytest.mark.parametrize(
+    "message_id",
+    ["m0", "m99", "u1", "m1"],
+    ids=["a-user-message", "beyond", "not-an-id", "a-tool-call"],
+)
+async def test_a_fork_from_a_point_that_is_not_an_answer_is_a_422(
+    http: httpx.AsyncClient, message_id: str
+) -> None:
+    thread = "fork-bad"
+    await post_run(
+        http, "demo", run_input(thread, "r1", [user("u1", 'call lookup_flight {"flight":"F"}')], [])
+    )
+    response = await http.post(f"/threads/{thread}/fork", json={"messageId": message_id})
+    assert response.status_code == 422, response.text
+    assert "messageId" in response.text

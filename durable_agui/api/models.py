@@ -89,6 +89,22 @@ class ThreadList(CamelModel):
     )
 
 
+class ForkIn(CamelModel):
+    message_id: str = Field(
+        min_length=1,
+        max_length=16,
+        description="The answer to fork from: an assistant message's id in GET /messages (m<index>).",
+    )
+    thread_id: str | None = Field(
+        default=None, description="The new thread's id (default: a new one)."
+    )
+
+
+class ForkOut(CamelModel):
+    thread_id: str
+    messages: int = Field(description="Messages the new thread starts with.")
+
+
 class ThreadMessages(CamelModel):
     thread_id: str
     messages: list[Message]

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
-from strands.types.session import Session, SessionAgent, SessionMessage
+from strands.types.session import Session, SessionAgent, SessionMessage, SessionType
 
 from durable_agui.core.contract import AGENT_ID
 
@@ -219,6 +219,31 @@ class SessionStore(ABC):
                 raise
             return False  # gone meanwhile (a retry)
         return True
+
+    def fork_session(self, source: str, target: str, through: int) -> None:
+        """Copy messages ``0..through`` of session ``source`` (and its agent, with the
+        state it holds now) into a new session ``target``; a copy that fails midway is
+        removed. Blocking.
+
+        Raises:
+            ValueError: ``target`` exists already.
+            SessionStoreInconsistent: the source does not parse, or has a gap.
+        """
+        if self.has_session(target):
+            raise ValueError(f"session {target!r} exists already")
+        repository = CheckedRepository(self.repository())
+        agent = repository.read_agent(source, AGENT_ID)
+        messages = self.read_messages(source)[: through + 1]
+        if agent is None:
+            raise SessionStoreInconsistent(f"the session of thread {source!r} has no agent")
+        try:
+            repository.create_session(Session(session_id=target, session_type=SessionType.AGENT))
+            repository.create_agent(target, SessionAgent.from_dict(agent.to_dict()))
+            for message in messages:
+                repository.create_message(target, AGENT_ID, message)
+        except BaseException:
+            self.delete_session(target)
+            raise
 
     def has_session(self, thread_id: str) -> bool:
         """Whether the store holds a session for ``thread_id`` (read-only)."""

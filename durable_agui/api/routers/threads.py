@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from durable_agui.api.auth import PrincipalDep
-from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.deps import (
+    AgentsDep,
+    SettingsDep,
+    TemporalDep,
+    ThreadIdDep,
+    valid_thread_id,
+)
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import check_answers
 from durable_agui.api.models import (
     CancelIn,
     CancelOut,
+    ForkIn,
+    ForkOut,
     InterruptView,
     PendingToolCallView,
     ThreadList,
@@ -32,15 +41,19 @@ from durable_agui.api.thread_client import (
     cancel_run,
     delete_thread,
     list_threads,
+    submit_run,
     submit_tool_results,
     thread_state,
 )
 from durable_agui.core.contract import (
+    SNAPSHOT_MESSAGE_ID,
     ErrorType,
     ResumeAnswer,
+    RunRequest,
     ThreadStatus,
     ToolResult,
     ToolResultsRequest,
+    session_id_for,
     workflow_id_for,
 )
 from durable_agui.core.visibility import AGENT_NAME_PATTERN
@@ -301,3 +314,74 @@ async def delete_thread_route(
     done = await delete_thread(client, thread_id, principal)
     await delete_thread_schedules(client, thread_id, principal)
     return Response(status_code=204 if done else 202)
+
+
+@router.post(
+    "/{threadId}/fork",
+    status_code=201,
+    response_model=ForkOut,
+    responses=error_responses(
+        {
+            **_NOT_FOUND,
+            409: "The new thread's id is taken.",
+            422: "A messageId that is not an answer of the thread, or a bad threadId.",
+        }
+    ),
+)
+async def post_fork(
+    thread_id: ThreadIdDep,
+    body: ForkIn,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+) -> ForkOut:
+    """A new thread (the same owner) whose history is this one's up to and including the
+    answer ``messageId``: an assistant message without tool calls, as ``GET /messages``
+    names it (``m<index>``). Its shared state is this thread's as stored now. The new
+    thread starts with its first run, from the copied history; this one is unchanged."""
+    # Imported on first use: the session stores' drivers load with it (``history``).
+    from durable_agui.api.history import store_errors_as_http
+    from durable_agui.sessions import session_store
+
+    state = await thread_state(client, thread_id, principal)
+    new_id = valid_thread_id(body.thread_id or f"{thread_id[:100]}-fork-{uuid.uuid4().hex[:8]}")
+    point = SNAPSHOT_MESSAGE_ID.fullmatch(body.message_id)
+    index = int(point["index"]) if point else -1
+    store = session_store(settings)
+    with store_errors_as_http():
+        stored = await asyncio.to_thread(store.read_messages, state.session_id or thread_id)
+    recorded = state.message_count if state.message_count is not None else len(stored)
+    answer = stored[index].message if 0 <= index < min(recorded, len(stored)) else None
+    if (
+        answer is None
+        or answer["role"] != "assistant"
+        or any("toolUse" in block for block in answer["content"])
+    ):
+        raise api_error(
+            422,
+            ErrorType.INVALID_REQUEST,
+            f"messageId {body.message_id[:20]!r} is not an answer of thread {thread_id!r} "
+            "(an assistant message without tool calls, as GET /messages names it)",
+        )
+    try:
+        await thread_state(client, new_id, principal)
+    except HTTPException as err:
+        if err.status_code != 404:
+            raise
+    else:
+        raise api_error(409, ErrorType.INVALID_REQUEST, f"thread {new_id!r} exists already")
+    target = session_id_for(new_id, principal)
+    with store_errors_as_http():
+        try:
+            await asyncio.to_thread(
+                store.fork_session, state.session_id or thread_id, target, index
+            )
+        except ValueError:
+            raise api_error(
+                409, ErrorType.INVALID_REQUEST, f"thread {new_id!r} exists already"
+            ) from None
+    # The new thread's workflow starts now, with a run that adds nothing, so it answers
+    # reads at once; its first turn counts the copied session and goes on from there.
+    opening = RunRequest(run_id=f"fork-{uuid.uuid4().hex[:12]}", agent=state.agent)
+    await submit_run(client, settings, new_id, opening.model_copy(update={"principal": principal}))
+    return ForkOut(thread_id=new_id, messages=index + 1)
