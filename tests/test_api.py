@@ -194,7 +194,11 @@ async def test_resent_transcript_and_retried_run_cause_no_second_turn(
     _, first = await post_run(http, "demo", body)
     _, retried = await post_run(http, "demo", body)  # same runId: the same run
     assert retried == first
-    _, reloaded = await post_run(http, "demo", run_input("t-resend", "r2", [user], []))
+    # A reloaded page re-sends its whole transcript, the answer too: nothing new. (Without
+    # the answer it would be a regenerate: test_double_texting.)
+    start = next(e for e in first if e["type"] == "TEXT_MESSAGE_START")
+    answer = {"id": start["messageId"], "role": "assistant", "content": "echo: only once"}
+    _, reloaded = await post_run(http, "demo", run_input("t-resend", "r2", [user, answer], []))
     assert [e["type"] for e in reloaded] == ["RUN_STARTED", "RUN_FINISHED"]
     stored = persisted_messages(running_stack.store, "t-resend")
     assert [m["role"] for m in stored] == ["user", "assistant"]
@@ -297,8 +301,13 @@ async def test_reused_run_id_or_message_id_with_other_content_is_409(
     other = {"id": "m2", "role": "user", "content": "second"}
     status, body = await post_run(http, "demo", run_input("t-reuse", "r1", [first, other], []))
     assert status == 409 and body[0]["detail"]["type"] == "RunIdReused"
+    # A taken id with other content after the thread's latest answer is no edit (that
+    # would follow an earlier answer: test_double_texting), and nothing is taken.
+    start = next(e for e in events if e["type"] == "TEXT_MESSAGE_START")
+    answer = {"id": start["messageId"], "role": "assistant", "content": "echo: first"}
     changed = {"id": "m1", "role": "user", "content": "edited first"}
-    status, body = await post_run(http, "demo", run_input("t-reuse", "r2", [changed], []))
+    transcript = [answer, changed]
+    status, body = await post_run(http, "demo", run_input("t-reuse", "r2", transcript, []))
     assert status == 409 and body[0]["detail"]["type"] == "MessageIdReused"
     stored = persisted_messages(running_stack.store, "t-reuse")
     assert [m["content"][0]["text"] for m in stored] == ["first", "echo: first"]

@@ -264,3 +264,13 @@ async def test_regenerate_closes_the_calls_it_replaces(
     late = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "yes"}
     status, refused = await post_run(http, "demo", run_input(thread, "r4", [late], []))
     assert status == 409 and wire_id in refused[0]["detail"]["message"]
+
+
+async def test_rollback_of_a_threads_first_run_leaves_only_the_new_one(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    thread = "dt-rollback-first"
+    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "rollback"))
+    assert status == 200, second
+    assert first[-1]["outcome"] == {"type": "cancelled"}
+    assert texts(persisted_messages(stack.store, thread)) == ["hello", "echo: hello"]

@@ -87,9 +87,10 @@ async def test_deleting_a_thread_removes_its_schedules(
     [
         ({"cron": "every tuesday", "message": "x"}, 422, "cron"),
         ({"cron": "0 9 * * *", "message": ""}, 422, "message"),
+        ({"cron": "0 9 * * *", "message": "   "}, 422, "message"),
         ({"message": "x"}, 422, "cron"),
     ],
-    ids=["cron-does-not-parse", "empty-message", "no-cron"],
+    ids=["cron-does-not-parse", "empty-message", "blank-message", "no-cron"],
 )
 async def test_a_bad_schedule_is_refused_naming_its_field(
     http: httpx.AsyncClient, body: dict[str, str], status: int, names: str
@@ -107,3 +108,31 @@ async def test_a_schedule_for_a_thread_that_does_not_exist_is_404(
 ) -> None:
     body = {"cron": "@hourly", "message": "tick"}
     assert (await http.post("/threads/sched-none/schedules", json=body)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("cron", "why"),
+    [("0 0 30 2 *", "never fires"), ("@every 5s", "fires more than once a minute")],
+    ids=["never", "too-often"],
+)
+async def test_a_schedule_that_never_fires_or_fires_too_often_is_refused(
+    http: httpx.AsyncClient, cron: str, why: str
+) -> None:
+    thread = "sched-when"
+    await post_run(http, "demo", run_input(thread, "r1", [user("u1", "hi")], []))
+    refused = await http.post(f"/threads/{thread}/schedules", json={"cron": cron, "message": "x"})
+    assert refused.status_code == 422 and why in refused.text
+    assert (await http.get(f"/threads/{thread}/schedules")).json()["schedules"] == []
+
+
+async def test_at_most_twenty_schedules_even_when_requests_race(http: httpx.AsyncClient) -> None:
+    thread = "sched-many"
+    await post_run(http, "demo", run_input(thread, "r1", [user("u1", "hi")], []))
+    body = {"cron": "@yearly", "message": "happy new year"}
+    answers = await asyncio.gather(
+        *(http.post(f"/threads/{thread}/schedules", json=body) for _ in range(26))
+    )
+    assert sorted(a.status_code for a in answers) == [201] * 20 + [409] * 6
+    refused = next(a for a in answers if a.status_code == 409)
+    assert refused.json()["detail"]["type"] == "TooManySchedules"
+    assert len((await http.get(f"/threads/{thread}/schedules")).json()["schedules"]) == 20

@@ -125,7 +125,9 @@ async def listed_ids(
 async def test_threads_are_listed_by_status_and_agent_most_recent_first(
     http: httpx.AsyncClient,
 ) -> None:
-    idle, waiting = "list-idle", "list-waiting"
+    old, idle, waiting = "list-old", "list-idle", "list-waiting"
+    status, _ = await post_run(http, "demo", run_input(old, "r1", [user("u1", "hi")], []))
+    assert status == 200
     status, _ = await post_run(http, "demo", run_input(idle, "r1", [user("u1", "hi")], []))
     assert status == 200
     ask = user("u1", 'call confirm_booking {"flight":"LS1"}')
@@ -136,10 +138,16 @@ async def test_threads_are_listed_by_status_and_agent_most_recent_first(
     assert everything.index(waiting) < everything.index(idle)  # most recently active first
     await listed_ids(http, {waiting}, frozenset({idle}), status="awaiting_tool_results")
     await listed_ids(http, {idle}, frozenset({waiting}), status="idle", agent="demo")
+    await listed_ids(http, {old, idle, waiting})
     one = (await http.get("/threads", params={"limit": 1})).json()
-    assert len(one["threads"]) == 1 and one["nextCursor"] == "1"
-    after = (await http.get("/threads", params={"limit": 1, "cursor": "1"})).json()
-    assert after["threads"][0]["threadId"] != one["threads"][0]["threadId"]
+    assert [t["threadId"] for t in one["threads"]] == [waiting] and one["nextCursor"]
+    # Paging goes on after the last thread shown: activity meanwhile shifts nothing (the
+    # thread that became active is on the first page now, not again on this one).
+    await post_run(http, "demo", run_input(idle, "r2", [user("u2", "again")], []))
+    await listed_ids(http, {idle})
+    rest = (await http.get("/threads", params={"limit": 100, "cursor": one["nextCursor"]})).json()
+    ids = [t["threadId"] for t in rest["threads"]]
+    assert old in ids and waiting not in ids
     view = next(
         t for t in (await http.get("/threads")).json()["threads"] if t["threadId"] == waiting
     )
@@ -220,3 +228,26 @@ async def test_a_fork_from_a_point_that_is_not_an_answer_is_a_422(
     response = await http.post(f"/threads/{thread}/fork", json={"messageId": message_id})
     assert response.status_code == 422, response.text
     assert "messageId" in response.text
+
+
+@pytest.fixture(scope="module")
+def expiring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """A stack whose idle threads expire after 2 s, their sessions kept."""
+    env = {"DURABLE_AGUI_THREAD_TTL_S": "2"}
+    with started(tmp_path_factory.mktemp("ttl"), env) as stack:
+        yield stack
+
+
+async def test_an_expired_thread_can_still_be_deleted(expiring: DevStack) -> None:
+    thread = "ttl-delete"
+    async with httpx.AsyncClient(base_url=expiring.url, timeout=60) as http:
+        status, _ = await post_run(http, "demo", run_input(thread, "r1", [user("u1", "hi")], []))
+        assert status == 200
+        for _ in range(200):  # the workflow completes 2 s after the run
+            if (await http.get(f"/threads/{thread}")).status_code == 404:
+                break
+            await asyncio.sleep(0.1)
+        assert expiring.store.has_session(thread)  # kept: a later run would continue it
+        assert (await http.delete(f"/threads/{thread}")).status_code == 204
+        assert not expiring.store.has_session(thread)
+        assert (await http.delete(f"/threads/{thread}")).status_code == 404

@@ -22,8 +22,9 @@ class ScheduledRunActivities:
         as the API does; the same ``run_id`` again is the same run).
 
         Raises:
-            ApplicationError: the thread's refusal (not retried, except a busy thread's and
-                Temporal's own unavailability, which are).
+            ApplicationError: the thread's refusal: retried when it may pass (409: the
+                thread waits for an approval a run must answer, or is busy; 429; 5xx), not
+                when it cannot (404 the thread is gone, 413, 422).
         """
         # The API's own path to a thread, so a scheduled run is checked as any other.
         from durable_agui.api.thread_client import submit_run
@@ -41,5 +42,5 @@ class ScheduledRunActivities:
             raise ApplicationError(
                 str(detail.get("message", refused.detail)),
                 type=str(detail.get("type", "ScheduledRunRefused")),
-                non_retryable=refused.status_code < 500 and refused.status_code != 429,
+                non_retryable=refused.status_code in (404, 413, 422),
             ) from None

@@ -37,6 +37,7 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.THREAD_NOT_FOUND: 404,
     ErrorType.THREAD_BUSY: 429,
     ErrorType.RUN_IN_PROGRESS: 409,
+    ErrorType.TOO_MANY_SCHEDULES: 409,
     ErrorType.ROLLING_OVER: 429,
     ErrorType.ANSWERS_TOO_LARGE: 413,
     ErrorType.UNSUPPORTED_CONTENT: 422,

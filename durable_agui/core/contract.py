@@ -474,6 +474,9 @@ class ThreadCarry(BaseModel):
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
     webhook_failures: list[WebhookFailure] = Field(default_factory=list)
     """The last webhook deliveries that failed for good (at most ``RECENT_FAILURES``)."""
+    prompt_indexes: dict[str, int] = Field(default_factory=dict)
+    """Session index of the stored prompt that holds each recent user message (by id
+    digest): where a regenerate or an edit of it goes back to."""
     turn_end_counts: dict[str, int] = Field(default_factory=dict)
     """Session messages after each recent run's turn, by run id: where a transcript that
     ends with that run's streamed answer meets the history (regenerate and edit)."""

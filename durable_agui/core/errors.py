@@ -32,6 +32,8 @@ class ErrorType(StrEnum):
     """Too many runs queued, or too many requests in flight for one thread (429)."""
     THREAD_DELETED = "ThreadDeleted"
     """The ``RUN_ERROR`` code of a run that the thread's deletion ended."""
+    TOO_MANY_SCHEDULES = "TooManySchedules"
+    """A thread has as many schedules as it may (409)."""
     RUN_IN_PROGRESS = "RunInProgress"
     """A run sent with ``multitaskStrategy`` ``reject`` while another run of the thread is in
     progress or queued (409; nothing taken in)."""
@@ -137,6 +139,7 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
         ErrorType.AGENT_BUILD_FAILED,
         ErrorType.THREAD_BUSY,
         ErrorType.RUN_IN_PROGRESS,
+        ErrorType.TOO_MANY_SCHEDULES,
         ErrorType.ANSWERS_TOO_LARGE,
         ErrorType.SESSION_STORE_INCONSISTENT,
         ErrorType.INVALID_TOOL_CALL,

@@ -152,6 +152,7 @@ class AgentThreadWorkflow:
         self._turn_activity: workflow.ActivityHandle[TurnOutput] | None = None
         self._reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None = None
         self._rollback_run_id: str | None = None  # the run a rollback stops (_roll_back)
+        self._turn_start: int | None = None  # the session count the last turn started from
         self._terminal_events: dict[str, dict[str, Any]] = {}  # for webhook bodies
         self._deliveries = 0  # webhook deliveries under way (a rollover waits for them)
         self._idle_since = workflow.now()  # when the last run ended (time-to-live)
@@ -270,6 +271,7 @@ class AgentThreadWorkflow:
             update={
                 "batch": self._batch.carried(),
                 "taken_message_digests": recent(self._book.taken_message_digests, KEEP_MESSAGE_IDS),
+                "prompt_indexes": recent(self._book.prompt_indexes, KEEP_MESSAGE_IDS),
                 "run_start_offsets": run_start_offsets,
             }
         )
@@ -410,6 +412,12 @@ class AgentThreadWorkflow:
 
     @submit_run.validator
     def _validate_run(self, request: RunRequest) -> None:
+        if self._deleting and request.principal == self._start.owner:
+            # The thread is going away: sent again once it has, the run starts a new one.
+            raise ApplicationError(
+                "the thread is being deleted; send the run again to start a new one",
+                type=ErrorType.ROLLING_OVER,
+            )
         self._check_owner(request.principal)
         if request.agent != self._agent:
             raise ApplicationError(
@@ -462,12 +470,14 @@ class AgentThreadWorkflow:
         a regenerate sends it again unchanged, an edit with new content) and the client's
         last answer before it (``transcript_anchor``) is an earlier point of the history
         than its end: the answer a snapshot named ``m<index>``, or the one a recent turn
-        streamed (that turn's end), or none (the start). New ids only are a stale
+        streamed (that turn's end), or none (the start), and that point is where the
+        re-sent message was stored (``prompt_indexes``). New ids only are a stale
         transcript instead (README "Messages snapshot"), never a rewind."""
         anchor = request.transcript_anchor
         taken = self._book.taken_message_digests
-        if anchor is None or not any(m.id_digest() in taken for m in request.user_messages):
-            return None
+        resent = [m for m in request.user_messages if m.id_digest() in taken]
+        if anchor is None or not resent or request.tool_results or request.resume:
+            return None  # a tail with answers continues the thread: it rewinds nothing
         point: int | None = None
         if anchor == "":
             point = 0
@@ -477,6 +487,10 @@ class AgentThreadWorkflow:
             point = self._book.turn_end_counts.get(streamed["run"])
         count = self._book.message_count
         if point is None or count is None or point >= count:
+            return None
+        # The re-sent message must be the one stored right after that answer: a client
+        # that re-sends an older message alone is retrying, not regenerating.
+        if self._book.prompt_indexes.get(resent[0].id_digest()) != point:
             return None
         return point
 
@@ -793,7 +807,9 @@ class AgentThreadWorkflow:
                 self._publish(run.run_id, deleted_event())
                 return
             if cancelled.persisted and self._rollback_run_id == run.run_id:
-                self._roll_back(run, *restore)
+                # A first run counts the session in its turn: that count is its start.
+                start = restore[0] if restore[0] is not None else self._turn_start
+                self._roll_back(run, start, restore[1])
             elif not cancelled.persisted:
                 self._forget_messages(run)
             self._publish(
@@ -887,6 +903,9 @@ class AgentThreadWorkflow:
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
             book.message_count = await steps.count_session_messages(self._session_id)
+        self._turn_start = book.message_count
+        if book.message_count is not None:
+            book.prompt_indexes.update((m.id_digest(), book.message_count) for m in user_messages)
         self._turn_activity = steps.start_turn(
             TurnInput(
                 thread_id=self._thread_id,

@@ -4,8 +4,7 @@ message to the thread as an ordinary run."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
@@ -15,6 +14,7 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleOverlapPolicy,
     SchedulePolicy,
@@ -27,12 +27,20 @@ from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import api_error, error_responses, from_rpc_error
 from durable_agui.api.models import CamelModel
 from durable_agui.api.thread_client import thread_state
-from durable_agui.core.contract import ErrorType, ScheduledRun, schedule_prefix
+from durable_agui.core.contract import (
+    SCHEDULE_ID_PREFIX,
+    ErrorType,
+    ScheduledRun,
+    schedule_prefix,
+)
+from durable_agui.core.settings import Settings
 
 router = APIRouter(prefix="/threads", tags=["schedules"])
 
 MAX_SCHEDULES = 20
 """Schedules one thread may have."""
+MIN_INTERVAL = timedelta(minutes=1)
+"""The shortest time between two firings of one schedule."""
 
 
 class ScheduleIn(CamelModel):
@@ -94,16 +102,38 @@ async def post_schedule(
 ) -> ScheduleView:
     """Send ``message`` to the thread as a run each time ``cron`` fires (a Temporal Schedule;
     a firing while a run is in progress queues behind it). The thread must exist."""
+    if not body.message.strip():
+        raise api_error(422, ErrorType.INVALID_REQUEST, "message: must not be blank")
     state = await thread_state(client, thread_id, principal)
-    if len(await thread_schedule_ids(client, thread_id, principal)) >= MAX_SCHEDULES:
-        raise api_error(
-            409, ErrorType.INVALID_REQUEST, f"thread {thread_id!r} has {MAX_SCHEDULES} schedules"
-        )
-    schedule_id = schedule_prefix(thread_id, principal) + uuid.uuid4().hex[:12]
+    taken = set(await thread_schedule_ids(client, thread_id, principal))
+    prefix = schedule_prefix(thread_id, principal)
+    # One id per slot: creating an id that exists fails in Temporal, so the limit holds
+    # however many requests race.
+    for slot in (f"{prefix}{n:02d}" for n in range(MAX_SCHEDULES)):
+        if slot in taken:
+            continue
+        try:
+            return await _create(client, settings, thread_id, state.agent, principal, slot, body)
+        except ScheduleAlreadyRunningError:
+            continue
+    raise api_error(
+        409, ErrorType.TOO_MANY_SCHEDULES, f"thread {thread_id!r} has {MAX_SCHEDULES} schedules"
+    )
+
+
+async def _create(
+    client: Client,
+    settings: Settings,
+    thread_id: str,
+    agent: str,
+    principal: str,
+    schedule_id: str,
+    body: ScheduleIn,
+) -> ScheduleView:
     scheduled = ScheduledRun(
         thread_id=thread_id,
         principal=principal,
-        agent=state.agent,
+        agent=agent,
         message=body.message,
         cron=body.cron,
         schedule_id=schedule_id,
@@ -115,7 +145,7 @@ async def post_schedule(
                 action=ScheduleActionStartWorkflow(
                     "ScheduledRunWorkflow",
                     scheduled,
-                    id=f"agui-scheduled-{schedule_id.removeprefix('agui-schedule-')}",
+                    id=f"agui-scheduled-{schedule_id.removeprefix(SCHEDULE_ID_PREFIX)}",
                     task_queue=settings.task_queue,
                 ),
                 spec=ScheduleSpec(cron_expressions=[body.cron]),
@@ -124,13 +154,23 @@ async def post_schedule(
                 policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.BUFFER_ALL),
             ),
         )
-        return await _view(client, schedule_id, await handle.describe())
+        described = await handle.describe()
     except RPCError as err:
         if err.status == RPCStatusCode.INVALID_ARGUMENT:
             raise api_error(
                 422, ErrorType.INVALID_REQUEST, f"cron: {body.cron!r} does not parse: {err.message}"
             ) from err
         raise from_rpc_error(err, thread_id) from err
+    upcoming = described.info.next_action_times
+    problem = None
+    if not upcoming:
+        problem = "never fires"
+    elif len(upcoming) > 1 and upcoming[1] - upcoming[0] < MIN_INTERVAL:
+        problem = "fires more than once a minute"
+    if problem is not None:
+        await handle.delete()
+        raise api_error(422, ErrorType.INVALID_REQUEST, f"cron: {body.cron!r} {problem}")
+    return await _view(client, schedule_id, described)
 
 
 @router.get(
@@ -141,8 +181,8 @@ async def post_schedule(
 async def get_schedules(
     thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
 ) -> ScheduleList:
-    """The thread's schedules, with when each fires next."""
-    await thread_state(client, thread_id, principal)
+    """The thread's schedules, with when each fires next (also of a thread whose workflow
+    expired: its schedules go on, and bring it back)."""
     views = []
     for schedule_id in await thread_schedule_ids(client, thread_id, principal):
         try:
@@ -165,8 +205,8 @@ async def delete_schedule(
     client: TemporalDep,
     principal: PrincipalDep,
 ) -> Response:
-    """Stop and remove one of the thread's schedules (runs it already sent stay)."""
-    await thread_state(client, thread_id, principal)
+    """Stop and remove one of the thread's schedules (runs it already sent stay), also of a
+    thread whose workflow expired."""
     if not schedule_id.startswith(schedule_prefix(thread_id, principal)):
         raise api_error(404, ErrorType.NOT_FOUND, f"thread {thread_id!r} has no such schedule")
     try:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import re
 import uuid
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from temporalio.client import Client
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import (
@@ -29,12 +33,13 @@ from durable_agui.api.models import (
     PendingToolCallView,
     ThreadList,
     ThreadMessages,
+    ThreadSummary,
     ThreadView,
     ToolResultsIn,
     ToolResultsOut,
     WebhookFailureView,
 )
-from durable_agui.api.routers.schedules import delete_thread_schedules
+from durable_agui.api.routers.schedules import delete_thread_schedules, thread_schedule_ids
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import (
@@ -56,6 +61,7 @@ from durable_agui.core.contract import (
     session_id_for,
     workflow_id_for,
 )
+from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import AGENT_NAME_PATTERN
 from durable_agui.translation.transcript import workflow_ui_url
 
@@ -71,17 +77,38 @@ async def get_threads(
     status: ThreadStatus | None = None,
     agent: Annotated[str | None, Query(pattern="^" + AGENT_NAME_PATTERN.pattern + "$")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,6}$")] = None,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> ThreadList:
     """The caller's running threads (Temporal visibility), most recently active first:
     ``status`` and ``agent`` filter, ``limit`` per page (1-100), ``cursor`` from the page
-    before. A deleted thread is not listed; a thread shows its new status within a moment
-    of changing (visibility is eventually consistent)."""
+    before: the page goes on after the last thread shown (by last activity, then id), so
+    threads that change or go meanwhile shift nothing (one that became active again is on
+    the first page now). A deleted thread is not listed; a thread shows its new status
+    within a moment of changing (visibility is eventually consistent)."""
+    after = _read_cursor(cursor) if cursor else None
     found = await list_threads(client, principal, status.value if status else None, agent)
-    start = int(cursor or 0)
-    page = found[start : start + limit]
-    more = start + limit < len(found)
-    return ThreadList(threads=page, next_cursor=str(start + limit) if more else None)
+    if after is not None:
+        found = [t for t in found if (t.last_activity, t.thread_id) < after]
+    page = found[:limit]
+    more = len(found) > limit
+    return ThreadList(threads=page, next_cursor=_cursor(page[-1]) if more else None)
+
+
+def _cursor(last: ThreadSummary) -> str:
+    raw = json.dumps([last.last_activity.isoformat(), last.thread_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str) -> tuple[datetime, str]:
+    """The position a ``nextCursor`` names; 422 for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        when, thread_id = json.loads(raw)
+        return datetime.fromisoformat(when), str(thread_id)
+    except (ValueError, TypeError):
+        raise api_error(
+            422, ErrorType.INVALID_REQUEST, "cursor: not a nextCursor of GET /threads"
+        ) from None
 
 
 @router.get("/{threadId}", response_model=ThreadView, responses=error_responses(_NOT_FOUND))
@@ -302,7 +329,7 @@ async def post_cancel(
     },
 )
 async def delete_thread_route(
-    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
 ) -> Response:
     """Delete the thread: its run in progress stops at its next safe point and, with the
     runs queued behind it, ends with one ``RUN_ERROR`` ``ThreadDeleted``; its session is
@@ -310,10 +337,34 @@ async def delete_thread_route(
     trail). 204 once the session is gone; 202 when a tool of the run in progress is still
     running after about 10 s (the deletion completes when it returns). Afterwards the
     thread is 404 to everyone, a second ``DELETE`` too; a new run with its id starts a new,
-    empty thread. Its schedules are removed too."""
-    done = await delete_thread(client, thread_id, principal)
+    empty thread. Its schedules are removed too; a thread whose workflow expired
+    (``DURABLE_AGUI_THREAD_TTL_S``) has its kept session and schedules removed."""
+    try:
+        done = await delete_thread(client, thread_id, principal)
+    except HTTPException as err:
+        if err.status_code != 404 or not await _delete_expired(
+            client, settings, thread_id, principal
+        ):
+            raise
+        done = True
     await delete_thread_schedules(client, thread_id, principal)
     return Response(status_code=204 if done else 202)
+
+
+async def _delete_expired(
+    client: Client, settings: Settings, thread_id: str, principal: str
+) -> bool:
+    """Remove what a thread whose workflow expired keeps (its session, its schedules);
+    whether there was any."""
+    from durable_agui.api.history import store_errors_as_http
+    from durable_agui.sessions import session_store
+
+    with store_errors_as_http():
+        removed = await asyncio.to_thread(
+            session_store(settings).delete_session, session_id_for(thread_id, principal)
+        )
+    scheduled = await thread_schedule_ids(client, thread_id, principal)
+    return removed or bool(scheduled)
 
 
 @router.post(
