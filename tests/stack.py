@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import boto3
 import httpx
@@ -181,6 +181,22 @@ def started(folder: Path, env: dict[str, str] | None = None) -> Iterator[DevStac
         yield running
     finally:
         running.stop()
+
+
+def store_stacks(name: str, env: dict[str, str] | None = None) -> Any:
+    """A module-scoped ``stack`` fixture: one ``DevStack`` per session store (``STORES``),
+    with ``env`` added, started in a folder named after ``name`` and stopped after the
+    module (``stack = store_stacks("hooks")`` in a test module)."""
+
+    @pytest.fixture(scope="module", params=STORES)
+    def stack(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[DevStack]:
+        settings = {**store_env(request, request.param), **(env or {})}
+        with started(tmp_path_factory.mktemp(name), settings) as running:
+            yield running
+
+    return stack
 
 
 class Cluster:

@@ -5,14 +5,12 @@ clients racing, against a real `durable-agui dev` stack on each session store.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from durable_agui.activities.turn import CANCELLED_AFTER_TOOLS
-from tests.stack import STORES, DevStack, started, store_env
+from tests.stack import DevStack, store_stacks
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
@@ -26,12 +24,7 @@ from tests.support import (
 SLOW = 'call lookup_flight {"flight":"D1","delay_seconds":3}'
 
 
-@pytest.fixture(scope="module", params=STORES)
-def stack(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DevStack]:
-    with started(tmp_path_factory.mktemp("double"), store_env(request, request.param)) as stack:
-        yield stack
+stack = store_stacks("double")
 
 
 def second_run(thread: str, strategy: str | None, text: str = "hello") -> dict[str, Any]:

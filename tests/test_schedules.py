@@ -5,23 +5,16 @@ a real `durable-agui dev` stack on each session store."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
 import pytest
 from temporalio.client import Client
 
-from tests.stack import STORES, DevStack, started, store_env
+from tests.stack import DevStack, store_stacks
 from tests.support import persisted_messages, post_run, run_input, user
 
-
-@pytest.fixture(scope="module", params=STORES)
-def stack(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DevStack]:
-    with started(tmp_path_factory.mktemp("sched"), store_env(request, request.param)) as stack:
-        yield stack
+stack = store_stacks("sched")
 
 
 async def texts_of(stack: DevStack, thread: str, wanted: int) -> list[str]:

@@ -5,7 +5,6 @@ store, so it outlives workflow runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ import jsonpatch
 import pytest
 
 from durable_agui.core.contract import FrontendTool
-from tests.stack import STORES, DevStack, started, store_env
+from tests.stack import DevStack, store_stacks
 from tests.support import (
     check_stream,
     parse_sse,
@@ -25,15 +24,7 @@ from tests.support import (
     user,
 )
 
-
-@pytest.fixture(scope="module", params=STORES)
-def stack(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DevStack]:
-    folder = tmp_path_factory.mktemp("state")
-    env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1", **store_env(request, request.param)}
-    with started(folder, env) as running:
-        yield running
+stack = store_stacks("state", {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1"})
 
 
 def with_state(body: dict[str, Any], **fields: Any) -> dict[str, Any]:

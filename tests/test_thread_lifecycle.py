@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.stack import STORES, DevStack, started, store_env
+from tests.stack import DevStack, started, store_stacks
 from tests.support import (
     CONFIRM_BOOKING,
     check_stream,
@@ -23,13 +23,7 @@ from tests.support import (
     user,
 )
 
-
-@pytest.fixture(scope="module", params=STORES)
-def stack(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DevStack]:
-    with started(tmp_path_factory.mktemp("delete"), store_env(request, request.param)) as stack:
-        yield stack
+stack = store_stacks("delete")
 
 
 async def gone(http: httpx.AsyncClient, stack: DevStack, thread: str) -> None:
