@@ -47,7 +47,8 @@ async def snapshot_if_stale(
     turn: TurnInput, store: SessionStore, session_id: str, start: int, events: RunEventPublisher
 ) -> None:
     """Publish ``MESSAGES_SNAPSHOT`` (the history before the turn, wire ids, then the run's
-    new user messages, ``prompt_id``) when the client's transcript is stale.
+    new user messages, ``prompt_id``) when the client's transcript is stale, or the run
+    regenerates or edits (``turn.rewound``: the history changed under the client).
 
     On retry: the run's stream is read first; a snapshot an earlier attempt published is
     not published again (the history it showed is the one this attempt starts from).
@@ -63,7 +64,8 @@ async def snapshot_if_stale(
         {native: wire for wire, native in state.tool_call_ids.items()},
         {call.native_id for call in state.pending_tool_calls},
     )
-    if not transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id):
+    stale = transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id)
+    if not stale and not turn.rewound:
         return
     if activity.info().attempt > 1:
         begin = state.run_start_offsets.get(turn.run_id, 0)

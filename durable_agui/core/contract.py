@@ -623,6 +623,9 @@ class TurnInput(BaseModel):
     did not see end, such as a session that outlived its workflow."""
     transcript_anchor: str | None = None
     """``RunRequest.transcript_anchor`` of the turn's run."""
+    rewound: bool = False
+    """The turn's run regenerates or edits: it starts with ``MESSAGES_SNAPSHOT`` of the
+    history it goes on from, whatever the client's transcript."""
     last_turn_run_id: str | None = None
     """``ThreadCarry.last_turn_run_id`` when this turn started."""
 

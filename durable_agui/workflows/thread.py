@@ -466,18 +466,20 @@ class AgentThreadWorkflow:
     def _rewind_point(self, request: RunRequest) -> int | None:
         """Where a regenerate or an edit goes back to, or ``None`` for any other run.
 
-        It is one when the run's tail re-sends a user message the thread took (the same id:
-        a regenerate sends it again unchanged, an edit with new content) and the client's
+        It is one when the run's tail starts with a user message the thread stored (by the
+        id it took, or the ``m<index>`` a snapshot gave it: a regenerate sends it again
+        unchanged, an edit with new content) and the client's
         last answer before it (``transcript_anchor``) is an earlier point of the history
         than its end: the answer a snapshot named ``m<index>``, or the one a recent turn
         streamed (that turn's end), or none (the start), and that point is where the
         re-sent message was stored (``prompt_indexes``). New ids only are a stale
         transcript instead (README "Messages snapshot"), never a rewind."""
         anchor = request.transcript_anchor
-        taken = self._book.taken_message_digests
-        resent = [m for m in request.user_messages if m.id_digest() in taken]
-        if anchor is None or not resent or request.tool_results or request.resume:
+        if anchor is None or not request.user_messages or request.tool_results or request.resume:
             return None  # a tail with answers continues the thread: it rewinds nothing
+        stored_at = self._stored_index(request.user_messages[0])
+        if stored_at is None:
+            return None
         point: int | None = None
         if anchor == "":
             point = 0
@@ -490,9 +492,15 @@ class AgentThreadWorkflow:
             return None
         # The re-sent message must be the one stored right after that answer: a client
         # that re-sends an older message alone is retrying, not regenerating.
-        if self._book.prompt_indexes.get(resent[0].id_digest()) != point:
-            return None
-        return point
+        return point if stored_at == point else None
+
+    def _stored_index(self, message: UserInput) -> int | None:
+        """Where the thread stored ``message`` (a regenerate or edit re-sends it): by the
+        id it took it under, or by the id a snapshot gave it (``m<index>``)."""
+        if message.id_digest() in self._book.taken_message_digests:
+            return self._book.prompt_indexes.get(message.id_digest())
+        indexed = SNAPSHOT_MESSAGE_ID.fullmatch(message.message_id)
+        return int(indexed["index"]) if indexed is not None else None
 
     def _check_message_ids(self, request: RunRequest) -> None:
         if self._rewind_point(request) is not None:
@@ -921,6 +929,7 @@ class AgentThreadWorkflow:
                 context=run.context,
                 start_index=book.message_count,
                 transcript_anchor=run.transcript_anchor,
+                rewound=run.rewind_to is not None,
                 last_turn_run_id=book.last_turn_run_id,
             )
         )
