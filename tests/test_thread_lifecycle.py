@@ -245,3 +245,46 @@ async def test_an_expired_thread_can_still_be_deleted(expiring: DevStack) -> Non
         assert (await http.delete(f"/threads/{thread}")).status_code == 204
         assert not expiring.store.has_session(thread)
         assert (await http.delete(f"/threads/{thread}")).status_code == 404
+
+
+async def test_threads_have_a_title_and_tags_to_be_found_by(http: httpx.AsyncClient) -> None:
+    thread = "meta-1"
+    body = run_input(thread, "r1", [user("u1", "hi")], [])
+    body["forwardedProps"] = {"threadMetadata": {"title": "Trip to Lisbon", "tags": ["lisbon"]}}
+    status, _ = await post_run(http, "demo", body)
+    assert status == 200
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert view["metadata"] == {"title": "Trip to Lisbon", "tags": ["lisbon"]}
+    await listed_ids(http, {thread}, tag="lisbon")
+    await listed_ids(http, {thread}, q="LISBON")
+
+    patched = await http.patch(
+        f"/threads/{thread}", json={"title": "Trip to Porto", "tags": ["porto"]}
+    )
+    assert patched.status_code == 200 and patched.json()["title"] == "Trip to Porto"
+    await listed_ids(http, {thread}, tag="porto")
+    await listed_ids(http, set(), frozenset({thread}), tag="lisbon")
+    listed = (await http.get("/threads", params={"q": "porto"})).json()["threads"]
+    assert [(t["title"], t["tags"]) for t in listed if t["threadId"] == thread] == [
+        ("Trip to Porto", ["porto"])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field"),
+    [({"title": "x" * 201}, "title"), ({"tags": ["x" * 51]}, "tags"), ({"tags": "x"}, "tags"),
+     ({"tags": [str(n) for n in range(21)]}, "tags")],
+    ids=["long-title", "long-tag", "tags-not-a-list", "too-many-tags"],
+)  # fmt: skip
+async def test_metadata_that_does_not_fit_is_a_422_naming_it(
+    http: httpx.AsyncClient, metadata: dict[str, Any], field: str
+) -> None:
+    thread = "meta-bad"
+    body = run_input(thread, "r1", [user("u1", "hi")], [])
+    body["forwardedProps"] = {"threadMetadata": metadata}
+    status, refused = await post_run(http, "demo", body)
+    assert status == 422 and f"forwardedProps.threadMetadata.{field}" in str(refused)
+    await post_run(http, "demo", run_input(thread, "r2", [user("u2", "hi")], []))
+    patched = await http.patch(f"/threads/{thread}", json=metadata)
+    assert patched.status_code == 422 and field in patched.text
+    assert (await http.get(f"/threads/{thread}")).json()["metadata"] is None

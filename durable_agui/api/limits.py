@@ -18,6 +18,7 @@ from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from fastapi import HTTPException, Request
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
+from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
@@ -33,6 +34,7 @@ from durable_agui.core.contract import (
     ErrorType,
     MultitaskStrategy,
     ResumeAnswer,
+    ThreadMetadata,
     ToolResult,
 )
 from durable_agui.core.settings import Settings
@@ -477,3 +479,28 @@ def multitask_strategy(run_input: RunAgentInput, definition: AgentDefinition) ->
         )
     strategy: MultitaskStrategy = chosen
     return strategy
+
+
+METADATA_KEY = "threadMetadata"
+"""The ``RunAgentInput.forwardedProps`` key with the thread's title and tags."""
+
+
+def thread_metadata(run_input: RunAgentInput) -> ThreadMetadata | None:
+    """``forwardedProps.threadMetadata`` (``{"title", "tags"}``), when the run sends it.
+
+    Raises:
+        HTTPException: 422 ``InvalidRequest`` naming the field that does not fit.
+    """
+    props = run_input.forwarded_props
+    given = props.get(METADATA_KEY) if isinstance(props, dict) else None
+    if given is None:
+        return None
+    try:
+        return ThreadMetadata.model_validate(given)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise invalid(
+            ErrorType.INVALID_REQUEST,
+            f"forwardedProps.{METADATA_KEY}{'.' + where if where else ''}: {first['msg']}",
+        ) from None

@@ -10,7 +10,7 @@ from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from durable_agui.core.contract import ThreadStatus
+from durable_agui.core.contract import ThreadMetadata, ThreadStatus
 
 
 class CamelModel(BaseModel):
@@ -66,6 +66,9 @@ class ThreadView(CamelModel):
     )
     workflow_id: str
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
+    metadata: ThreadMetadata | None = Field(
+        default=None, description="The thread's title and tags (null: none set)."
+    )
     webhook_failures: list[WebhookFailureView] = Field(
         default_factory=list,
         description="The last webhook deliveries that failed every attempt (at most 10).",
@@ -80,6 +83,8 @@ class ThreadSummary(CamelModel):
     agent: str | None
     pending_tool_calls: int
     last_activity: datetime
+    title: str | None = None
+    tags: list[str] = Field(default_factory=list)
 
 
 class ThreadList(CamelModel):

@@ -47,9 +47,11 @@ from durable_agui.core.contract import (
     CancelRequest,
     DeleteRequest,
     ErrorType,
+    MetadataRequest,
     RunAccepted,
     RunRequest,
     ThreadInput,
+    ThreadMetadata,
     ThreadState,
     ThreadStatus,
     ToolResultsAccepted,
@@ -285,6 +287,8 @@ async def list_threads(
                 continue
             attributes = execution.typed_search_attributes
             shown_status = attributes.get(THREAD_STATUS)
+            memo = await execution.memo()
+            tags = memo.get("tags")
             found.append(
                 ThreadSummary(
                     thread_id=thread_id,
@@ -292,6 +296,8 @@ async def list_threads(
                     agent=attributes.get(AGENT_NAME),
                     pending_tool_calls=attributes.get(PENDING_TOOL_CALLS) or 0,
                     last_activity=attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time,
+                    title=memo.get("title") if isinstance(memo.get("title"), str) else None,
+                    tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
                 )
             )
     except RPCError as err:
@@ -333,3 +339,19 @@ async def with_early_answers(
         return None
     rest = [r for r in request.tool_results if r not in early]
     return request.model_copy(update={"tool_results": rest, "early_tool_results": early})
+
+
+async def set_metadata(
+    client: Client, thread_id: str, principal: str, metadata: ThreadMetadata
+) -> ThreadMetadata:
+    """Replace the thread's title and tags; 404 for a thread ``principal`` has not."""
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
+    result: ThreadMetadata = await _call(
+        thread_id,
+        lambda: handle.execute_update(
+            "set_metadata",
+            MetadataRequest(principal=principal, metadata=metadata),
+            result_type=ThreadMetadata,
+        ),
+    )
+    return result

@@ -15,7 +15,7 @@ import json
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ag_ui.core import BaseEvent, Event
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
@@ -265,6 +265,8 @@ class RunRequest(BaseModel):
     multitask_strategy: MultitaskStrategy = "enqueue"
     """What this run does when another run of the thread is in progress
     (``MultitaskStrategy``)."""
+    metadata: ThreadMetadata | None = None
+    """``forwardedProps.threadMetadata``: the thread's title and tags from now on."""
     rewind_to: int | None = None
     """Set by the thread, not the client: this run regenerates or edits (its transcript
     diverges from the history at this session index), so the thread goes back there first."""
@@ -309,6 +311,13 @@ class CancelRequest(BaseModel):
 
     principal: str = ANONYMOUS
     run_id: str | None = None
+
+
+class MetadataRequest(BaseModel):
+    """``set_metadata``'s input: who asks (the owner only) and the new metadata."""
+
+    principal: str = ANONYMOUS
+    metadata: ThreadMetadata
 
 
 class DeleteRequest(BaseModel):
@@ -429,6 +438,7 @@ class ThreadState(BaseModel):
     message_count: int | None = None
     """Messages the thread recorded in its session after its last turn (``None``: none yet)."""
     webhook_failures: list[WebhookFailure] = Field(default_factory=list)
+    metadata: ThreadMetadata | None = None
 
 
 class BatchState(BaseModel):
@@ -474,6 +484,7 @@ class ThreadCarry(BaseModel):
     """Digest of each recent run's request: a retried POST is the same run, not a reuse."""
     webhook_failures: list[WebhookFailure] = Field(default_factory=list)
     """The last webhook deliveries that failed for good (at most ``RECENT_FAILURES``)."""
+    metadata: ThreadMetadata | None = None
     prompt_indexes: dict[str, int] = Field(default_factory=dict)
     """Session index of the stored prompt that holds each recent user message (by id
     digest): where a regenerate or an edit of it goes back to."""
@@ -530,6 +541,20 @@ class WebhookDelivery(BaseModel):
     idempotency_key: str
     """The same for every attempt of one delivery: ``<workflow id>:<run id>:<event>``."""
     body: dict[str, Any]
+
+
+MAX_TITLE = 200
+MAX_TAGS = 20
+MAX_TAG = 50
+
+
+class ThreadMetadata(BaseModel):
+    """What people call a thread by: a title and tags (``GET /threads?tag=&q=``)."""
+
+    title: str | None = Field(default=None, max_length=MAX_TITLE)
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
 
 
 class ScheduledRun(BaseModel):

@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         ClosedReason,
         DeleteRequest,
         ErrorType,
+        MetadataRequest,
         ReadRequest,
         ReconcileInput,
         ReconcileOutput,
@@ -52,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         RunRequest,
         ThreadCarry,
         ThreadInput,
+        ThreadMetadata,
         ThreadState,
         ThreadStatus,
         TokenCounts,
@@ -102,6 +104,8 @@ PATCH_TTL = "idle-threads-expire"
 PATCH_REWIND = "regenerate-and-edit-rewind-the-thread"
 """workflow.patched id: a run whose transcript re-sends or edits a taken user message after
 an earlier answer goes back to that answer first (``rewind_to``)."""
+PATCH_METADATA = "thread-title-and-tags"
+"""workflow.patched id: a thread keeps a title and tags in its memo."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -307,6 +311,7 @@ class AgentThreadWorkflow:
             cancel_requested=self._cancel_requested and self._current_run_id is not None,
             message_count=self._book.message_count,
             webhook_failures=self._book.webhook_failures,
+            metadata=self._book.metadata,
         )
 
     @workflow.query
@@ -365,6 +370,8 @@ class AgentThreadWorkflow:
         taken.update((m.id_digest(), m.digest()) for m in fresh)
         if request.frontend_tools is not None:
             book.frontend_tools = request.frontend_tools
+        if request.metadata is not None:
+            self._set_metadata(request.metadata)
         queued = request.model_copy(update={"user_messages": fresh})
         if (
             request.multitask_strategy in ("interrupt", "rollback")
@@ -557,6 +564,22 @@ class AgentThreadWorkflow:
         if not request.results and not request.resume:
             raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
         self._check_answers(request.results, request.resume)
+
+    @workflow.update
+    def set_metadata(self, request: MetadataRequest) -> ThreadMetadata:
+        """Replace the thread's title and tags (kept in its memo, which visibility lists)."""
+        self._set_metadata(request.metadata)
+        return request.metadata
+
+    @set_metadata.validator
+    def _validate_metadata(self, request: MetadataRequest) -> None:
+        self._check_owner(request.principal)
+        self._check_not_rolling_over()
+
+    def _set_metadata(self, metadata: ThreadMetadata) -> None:
+        self._book.metadata = metadata
+        if workflow.patched(PATCH_METADATA):
+            workflow.upsert_memo(metadata.model_dump(mode="json"))
 
     @workflow.update
     async def delete_thread(self, request: DeleteRequest) -> None:

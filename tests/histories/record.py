@@ -32,11 +32,13 @@ from durable_agui.core.contract import (
     ContextEntry,
     DeleteRequest,
     ErrorType,
+    MetadataRequest,
     MultitaskStrategy,
     ReconcileInput,
     ReconcileOutput,
     ResumeAnswer,
     RunRequest,
+    ThreadMetadata,
     ToolResult,
     ToolResultsRequest,
     UserInput,
@@ -268,6 +270,18 @@ async def regenerate(env: WorkflowEnvironment, settings: Settings, thread: str) 
     assert (await handle.query(AgentThreadWorkflow.state)).message_count == 4
 
 
+async def metadata(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread given a title and tags by its first run, changed later (its memo)."""
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await start_run(env.client, settings, thread, "r1", "hello", [])
+    await run_events(env.client, thread, "r1")
+    await handle.execute_update(
+        AgentThreadWorkflow.set_metadata,
+        MetadataRequest(metadata=ThreadMetadata(title="Trip", tags=["travel"])),
+    )
+    assert (await handle.query(AgentThreadWorkflow.state)).metadata is not None
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -350,6 +364,7 @@ SCENARIOS: dict[str, Scenario] = {
     "webhooks": webhooks,
     "idle_expiry": idle_expiry,
     "regenerate": regenerate,
+    "metadata": metadata,
 }
 
 

@@ -21,6 +21,7 @@ from durable_agui.api.limits import (
     check_tools,
     check_user_content,
     multitask_strategy,
+    thread_metadata,
 )
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
@@ -182,7 +183,11 @@ async def run_agent(
     check_tools(run_input, definition)
     strategy = multitask_strategy(run_input, definition)
     request = run_request(agent, run_input).model_copy(
-        update={"principal": principal, "multitask_strategy": strategy}
+        update={
+            "principal": principal,
+            "multitask_strategy": strategy,
+            "metadata": thread_metadata(run_input),
+        }
     )
     check_answers(request.tool_results, request.resume, settings)
     try:

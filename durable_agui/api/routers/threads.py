@@ -46,15 +46,19 @@ from durable_agui.api.thread_client import (
     cancel_run,
     delete_thread,
     list_threads,
+    set_metadata,
     submit_run,
     submit_tool_results,
     thread_state,
 )
 from durable_agui.core.contract import (
+    MAX_TAG,
+    MAX_TITLE,
     SNAPSHOT_MESSAGE_ID,
     ErrorType,
     ResumeAnswer,
     RunRequest,
+    ThreadMetadata,
     ThreadStatus,
     ToolResult,
     ToolResultsRequest,
@@ -78,15 +82,22 @@ async def get_threads(
     agent: Annotated[str | None, Query(pattern="^" + AGENT_NAME_PATTERN.pattern + "$")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
+    tag: Annotated[str | None, Query(min_length=1, max_length=MAX_TAG)] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=MAX_TITLE)] = None,
 ) -> ThreadList:
     """The caller's running threads (Temporal visibility), most recently active first:
-    ``status`` and ``agent`` filter, ``limit`` per page (1-100), ``cursor`` from the page
+    ``status`` and ``agent`` filter, ``tag`` (one of the thread's tags) and ``q`` (in its
+    title, any case) too, ``limit`` per page (1-100), ``cursor`` from the page
     before: the page goes on after the last thread shown (by last activity, then id), so
     threads that change or go meanwhile shift nothing (one that became active again is on
     the first page now). A deleted thread is not listed; a thread shows its new status
     within a moment of changing (visibility is eventually consistent)."""
     after = _read_cursor(cursor) if cursor else None
     found = await list_threads(client, principal, status.value if status else None, agent)
+    if tag is not None:
+        found = [t for t in found if tag in t.tags]
+    if q is not None:
+        found = [t for t in found if t.title and q.casefold() in t.title.casefold()]
     if after is not None:
         found = [t for t in found if (t.last_activity, t.thread_id) < after]
     page = found[:limit]
@@ -161,6 +172,7 @@ async def get_thread(
         state=await shared_state(settings, state, definition.state if definition else None),
         workflow_id=workflow_id,
         temporal_ui_url=workflow_ui_url(settings, workflow_id),
+        metadata=state.metadata,
         webhook_failures=[
             WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
         ],
@@ -436,3 +448,17 @@ async def post_fork(
     opening = RunRequest(run_id=f"fork-{uuid.uuid4().hex[:12]}", agent=state.agent)
     await submit_run(client, settings, new_id, opening.model_copy(update={"principal": principal}))
     return ForkOut(thread_id=new_id, messages=index + 1)
+
+
+@router.patch(
+    "/{threadId}",
+    response_model=ThreadMetadata,
+    responses=error_responses({**_NOT_FOUND, 422: "A title or tags that do not fit."}),
+)
+async def patch_thread(
+    thread_id: ThreadIdDep, body: ThreadMetadata, client: TemporalDep, principal: PrincipalDep
+) -> ThreadMetadata:
+    """Replace the thread's title and tags (``{"title": ..., "tags": [...]}``: title at
+    most 200 characters, at most 20 tags of 1-50 characters). ``GET /threads`` finds
+    threads by them (``tag``, ``q``); runs may set them too (``forwardedProps.threadMetadata``)."""
+    return await set_metadata(client, thread_id, principal, body)
