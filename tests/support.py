@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
 from strands import Agent
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from durable_agui.agents.offline_model import OfflineModel
@@ -30,6 +31,9 @@ from durable_agui.core.contract import (
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import SessionStore
 from durable_agui.workflows import AgentThreadWorkflow
+
+if TYPE_CHECKING:
+    from tests.stack import DevStack
 
 CONFIRM_BOOKING = FrontendTool(
     name="confirm_booking",
@@ -260,3 +264,12 @@ async def stream_run(
                 events += parse_sse(frame + "\n\n")
                 await on_events(events)
     return events, ids
+
+
+async def workflow_runs(stack: DevStack, thread: str) -> int:
+    """How many workflow runs thread ``thread`` has had (each continue-as-new is one more)."""
+    client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
+    count = 0
+    async for _ in client.list_workflows(f"WorkflowId = '{workflow_id_for(thread)}'"):
+        count += 1
+    return count

@@ -8,12 +8,16 @@ from typing import Any
 
 import httpx
 import pytest
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_agui.core.contract import workflow_id_for
 from tests.stack import DevStack
-from tests.support import CONFIRM_BOOKING, post_run, rebuilt_history, run_input, text_of
+from tests.support import (
+    CONFIRM_BOOKING,
+    post_run,
+    rebuilt_history,
+    run_input,
+    text_of,
+    workflow_runs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +32,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         yield running
     finally:
         running.stop()
-
-
-async def workflow_runs(stack: DevStack, thread: str) -> int:
-    client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
-    count = 0
-    async for _ in client.list_workflows(f"WorkflowId = '{workflow_id_for(thread)}'"):
-        count += 1
-    return count
 
 
 async def test_a_burst_of_messages_across_rollovers_is_neither_lost_nor_doubled(

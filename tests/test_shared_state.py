@@ -22,6 +22,7 @@ from tests.support import (
     store_snapshot,
     text_of,
     user,
+    workflow_runs,
 )
 
 stack = store_stacks("state", {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1"})
@@ -220,3 +221,25 @@ async def test_a_mapped_argument_is_predicted_while_it_streams_and_again_after_a
     assert status == 200
     assert text_of(r2) == "write_document -> success: accepted"
     assert r2[-1]["outcome"] == {"type": "success"}
+
+
+async def test_what_the_thread_controls_keep_carries_across_continue_as_new(
+    http: httpx.AsyncClient, stack: DevStack
+) -> None:
+    """This stack continues as new after every turn: the title and tags, and what a
+    regenerate needs (where each prompt and turn is in the session), go with the thread."""
+    thread = "carried-controls"
+    first, second = user("u1", "hello"), user("u2", "second")
+    body = run_input(thread, "r1", [first], [])
+    body["forwardedProps"] = {"threadMetadata": {"title": "Carried", "tags": ["kept"]}}
+    _, r1 = await post_run(http, "demo", body)
+    start = next(e for e in r1 if e["type"] == "TEXT_MESSAGE_START")
+    answer = {"id": start["messageId"], "role": "assistant", "content": "echo: hello"}
+    await post_run(http, "demo", run_input(thread, "r2", [first, answer, second], []))
+    assert await workflow_runs(stack, thread) >= 3  # two rollovers since r1
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert view["metadata"] == {"title": "Carried", "tags": ["kept"]}
+    status, r3 = await post_run(http, "demo", run_input(thread, "r3", [first, answer, second], []))
+    assert status == 200 and text_of(r3) == "echo: second"
+    texts = [b["text"] for m in persisted_messages(stack.store, thread) for b in m["content"]]
+    assert texts == ["hello", "echo: hello", "second", "echo: second"]
