@@ -26,6 +26,10 @@ from tests.support import (
 stack = store_stacks("delete")
 
 
+def texts_of(stack: DevStack, thread: str) -> list[str]:
+    return [b["text"] for m in persisted_messages(stack.store, thread) for b in m["content"]]
+
+
 async def gone(http: httpx.AsyncClient, stack: DevStack, thread: str) -> None:
     """Nothing of ``thread`` answers, and its session is not in the store."""
     assert (await http.get(f"/threads/{thread}")).status_code == 404
@@ -60,6 +64,7 @@ async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
     slow = 'call lookup_flight {"flight":"DL2","delay_seconds":3}'
     deleting: list[asyncio.Task[httpx.Response]] = []
     queued: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
+    during: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
 
     async def delete_in_the_tool(events: list[dict[str, Any]]) -> None:
         if not deleting and any(e["type"] == "TOOL_CALL_END" for e in events):
@@ -67,11 +72,18 @@ async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
             queued.append(asyncio.create_task(post_run(other, "demo", second)))
             await asyncio.sleep(0.5)  # r2 waits behind r1
             deleting.append(asyncio.create_task(http.delete(f"/threads/{thread}")))
+            await asyncio.sleep(0.3)  # the deletion is accepted: a run now is told to retry
+            late = run_input(thread, "r3", [user("u3", "after")], [])
+            during.append(asyncio.create_task(post_run(other, "demo", late)))
 
     body = run_input(thread, "r1", [user("u1", slow)], [])
     async with httpx.AsyncClient(base_url=http.base_url, timeout=60) as other:
         events, _ = await stream_run(http, "/agents/demo", delete_in_the_tool, json=body)
         status, behind = await queued[0]
+        late_status, late_events = await during[0]
+    # The API retried it while the thread went away: a new thread took it, or (a slow
+    # deletion) it is told to send it again. Never a 500.
+    assert late_status in (200, 429), late_events
     check_stream(events)
     assert status == 200
     assert [e["type"] for e in behind] == ["RUN_STARTED", "RUN_ERROR"]
@@ -84,6 +96,10 @@ async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
         "code": "ThreadDeleted",
     }
     assert (await deleting[0]).status_code == 204
+    if late_status == 200:  # the new thread has only the late run's messages
+        assert late_events[-1]["type"] == "RUN_FINISHED"
+        assert texts_of(stack, thread) == ["after", "echo: after"]
+        assert (await http.delete(f"/threads/{thread}")).status_code == 204
     await gone(http, stack, thread)
 
 

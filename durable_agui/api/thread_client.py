@@ -130,7 +130,27 @@ async def submit_run(
             return accepted
 
         return await _call(thread_id, answer)
-    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+
+    async def send() -> RunAccepted:
+        # A new start operation each attempt: one that was sent cannot be sent again (a
+        # retry while the thread rolls over or is deleted would fail with RuntimeError).
+        accepted: RunAccepted = await client.execute_update_with_start_workflow(
+            "submit_run",
+            request,
+            start_workflow_operation=_start_operation(settings, thread_id, workflow_id, request),
+            id=update_id,
+            result_type=RunAccepted,
+        )
+        return accepted
+
+    return await _call(thread_id, send)
+
+
+def _start_operation(
+    settings: Settings, thread_id: str, workflow_id: str, request: RunRequest
+) -> WithStartWorkflowOperation[Any, Any]:
+    """How a run's update-with-start creates its thread, when there is none yet."""
+    return WithStartWorkflowOperation(
         WORKFLOW_TYPE,
         ThreadInput(
             thread_id=thread_id,
@@ -159,18 +179,6 @@ async def submit_run(
         else None,
         static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
     )
-
-    async def send() -> RunAccepted:
-        accepted: RunAccepted = await client.execute_update_with_start_workflow(
-            "submit_run",
-            request,
-            start_workflow_operation=start,
-            id=update_id,
-            result_type=RunAccepted,
-        )
-        return accepted
-
-    return await _call(thread_id, send)
 
 
 async def submit_tool_results(
