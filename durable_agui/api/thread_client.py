@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from fastapi import HTTPException
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -322,7 +323,10 @@ async def with_early_answers(
     when it has none (no run in progress, or no such answer): then the thread's own refusal
     stands. A call counts when the run's stream started it (``TOOL_CALL_START``) as one of
     the frontend tools ``request`` declares."""
-    state = await thread_state(client, thread_id, request.principal)
+    try:
+        state = await thread_state(client, thread_id, request.principal)
+    except HTTPException:
+        return None  # no thread (or none to read now): the refusal stands
     run_id = state.current_run_id
     if run_id is None or not request.frontend_tools:
         return None

@@ -473,16 +473,18 @@ class AgentThreadWorkflow:
     def _rewind_point(self, request: RunRequest) -> int | None:
         """Where a regenerate or an edit goes back to, or ``None`` for any other run.
 
-        It is one when the run's tail starts with a user message the thread stored (by the
-        id it took, or the ``m<index>`` a snapshot gave it: a regenerate sends it again
-        unchanged, an edit with new content) and the client's
+        It is one when the run's tail is one user message the thread stored (by the id it
+        took, or the ``m<index>`` a snapshot gave it: a regenerate sends it again
+        unchanged, an edit with new content; a tail with more is new input) and the client's
         last answer before it (``transcript_anchor``) is an earlier point of the history
         than its end: the answer a snapshot named ``m<index>``, or the one a recent turn
         streamed (that turn's end), or none (the start), and that point is where the
         re-sent message was stored (``prompt_indexes``). New ids only are a stale
         transcript instead (README "Messages snapshot"), never a rewind."""
         anchor = request.transcript_anchor
-        if anchor is None or not request.user_messages or request.tool_results or request.resume:
+        if anchor is None or len(request.user_messages) != 1:
+            return None  # a regenerate or an edit sends that one message, nothing after it
+        if request.tool_results or request.resume:
             return None  # a tail with answers continues the thread: it rewinds nothing
         stored_at = self._stored_index(request.user_messages[0])
         if stored_at is None:
