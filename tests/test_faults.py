@@ -105,6 +105,46 @@ async def test_worker_killed_while_a_backend_tool_runs(cluster: Cluster) -> None
     assert history[0]["content"] == [{"text": call}]
 
 
+async def test_a_worker_frozen_past_its_heartbeat_timeout_writes_nothing_when_it_wakes(
+    cluster: Cluster,
+) -> None:
+    """The server gives a turn's attempt up when its heartbeat stops (a worker frozen, or
+    cut off from the server) and retries it on another worker; when the first worker wakes,
+    its attempt is still running, and must not write over the retry's session."""
+    # One activity at a time: frozen with its turn, ``a`` asks for no other (the retry).
+    cluster.start_worker("a", {"DURABLE_AGUI_MAX_CONCURRENT_ACTIVITIES": "1"})
+    url = cluster.start_api("api")
+    call = 'call lookup_flight {"flight":"Z1","delay_seconds":2}'
+    body = run_input("f-frozen", "r1", [{"id": "u1", "role": "user", "content": call}], [])
+
+    async def freeze_in_tool(events: list[dict[str, Any]]) -> None:
+        if "b" not in cluster.processes and any(e["type"] == "TOOL_CALL_END" for e in events):
+            cluster.processes["a"].send_signal(signal.SIGSTOP)
+            cluster.start_worker("b")
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        events, _ = await stream_run(http, "/agents/demo", freeze_in_tool, json=body)
+        check_stream(events)
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        retried = persisted_messages(cluster.store, "f-frozen")
+        cluster.processes["a"].send_signal(signal.SIGCONT)
+        # Its tool returns at once, and the session is taken; or the server's word that the
+        # attempt is over arrives first. Either way it says so, and writes nothing.
+        log = cluster.folder / "a.log"
+        stopped = ("stops writing the session", "the server gave it up")
+        for _ in range(600):
+            if any(line in log.read_text(errors="replace") for line in stopped):
+                break
+            await asyncio.sleep(0.05)
+        assert any(line in log.read_text(errors="replace") for line in stopped)
+        assert persisted_messages(cluster.store, "f-frozen") == retried
+        history = rebuilt_history(cluster.store, "f-frozen")
+        assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+        next_user = {"id": "u2", "role": "user", "content": "and now?"}
+        status, more = await post_run(http, "demo", run_input("f-frozen", "r2", [next_user], []))
+        assert status == 200 and text_of(more) == "echo: and now?"
+
+
 async def test_worker_restarted_while_waiting_and_a_no_cache_worker_resumes(
     cluster: Cluster,
 ) -> None:

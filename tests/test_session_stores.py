@@ -9,15 +9,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import create_engine, inspect, text
 from strands import Agent
 from strands.types.exceptions import SessionException
-from strands.types.session import SessionAgent, SessionMessage
+from strands.types.session import Session, SessionAgent, SessionMessage, SessionType
 
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import session_store
+from durable_agui.sessions import postgres, session_store
 from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
+from durable_agui.sessions.store import Writer, WriterSuperseded
 from tests.postgres import ExternalPostgres, PostgresServer
 from tests.stack import ALL_STORES, BIN, StoreKind, store_env, store_of
 
@@ -95,6 +98,47 @@ def test_truncate_cuts_the_tail_and_only_that_thread(
     assert store.verified_count("pg-other", None) == 5
 
 
+@pytest.mark.parametrize("kind", ALL_STORES)
+def test_a_writer_a_later_one_claimed_over_writes_nothing(
+    kind: StoreKind, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The fence that keeps an activity attempt the server gave up on (still running on its
+    worker) from writing over its retry: every write, cut and deletion checks the writer."""
+    store = store_of(store_env(request, kind), tmp_path)
+    first, second, later = Writer(100, "first"), Writer(200, "second"), Writer(300, "later")
+    store.claim("fenced", first)
+    repository = store.open("fenced", first).session_repository
+    repository.create_agent("fenced", AGENT_RECORD)
+    repository.create_message("fenced", "default", message(0, "by first"))
+    store.claim("fenced", second)
+    before = store.snapshot()
+    with pytest.raises(WriterSuperseded):
+        repository.create_message("fenced", "default", message(1, "a zombie's"))
+    with pytest.raises(WriterSuperseded):
+        repository.update_message("fenced", "default", message(0, "a zombie's"))
+    with pytest.raises(WriterSuperseded):
+        store.truncate_as("fenced", 0, first)
+    with pytest.raises(WriterSuperseded):
+        store.claim("fenced", first)  # an earlier writer never takes the session back
+    assert store.snapshot() == before
+    store.open("fenced", second).session_repository.create_message(
+        "fenced", "default", message(1, "by second")
+    )
+    assert [m.message["content"][0]["text"] for m in store.read_messages("fenced")] == [
+        "by first", "by second",
+    ]  # fmt: skip
+    # Deleting fences out every writer before it; a new thread of the same id starts over.
+    assert store.delete_session("fenced", later)
+    with pytest.raises(WriterSuperseded):
+        store.open("fenced", second).session_repository.create_agent("fenced", AGENT_RECORD)
+    assert not store.has_session("fenced")
+    store.claim("fenced", Writer(400, "a new thread"))
+    store.open("fenced", Writer(400, "a new thread")).session_repository.create_agent(
+        "fenced", AGENT_RECORD
+    )
+    assert store.read_messages("fenced") == []
+
+
 def test_text_jsonb_would_refuse_survives(store: PostgresSessionStore) -> None:
     repository = store.open("pg-text").session_repository
     repository.create_agent("pg-text", AGENT_RECORD)
@@ -121,6 +165,43 @@ def test_racing_writers_leave_one_row_each(store: PostgresSessionStore) -> None:
     assert sessions == 1
 
 
+def test_a_database_of_the_first_schema_upgrades_with_its_threads(
+    postgres_server: PostgresServer | ExternalPostgres,
+) -> None:
+    """A database an earlier release made (schema 0001) gains the writer table on
+    ``migrate``; its threads stay, and their next turn claims them."""
+    url = postgres_server.new_database()
+    engine = create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(Path(postgres.__file__).parent / "migrations"))
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0001")
+        earlier = PostgresSessionStore(url, migrate=False)
+        repository = earlier.repository()
+        repository.create_session(Session(session_id="old", session_type=SessionType.AGENT))
+        repository.create_agent("old", AGENT_RECORD)
+        repository.create_message("old", "default", message(0, "from before"))
+        done = subprocess.run(
+            [str(BIN / "durable-agui"), "migrate"],
+            env={"PATH": str(BIN), "DURABLE_AGUI_SESSION_STORE": "postgres",
+                 "DURABLE_AGUI_POSTGRES_URL": url},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        store = PostgresSessionStore(url, migrate=False)
+        store.prepare()  # the schema is current
+        writer = Writer(1, "the next turn")
+        store.claim("old", writer)
+        store.open("old", writer).session_repository.create_message(
+            "old", "default", message(1, "after")
+        )
+        assert [m.message_id for m in store.read_messages("old")] == [0, 1]
+    finally:
+        engine.dispose()
+
+
 def test_migrations_from_several_processes_at_once(
     postgres_server: PostgresServer | ExternalPostgres, tmp_path: Path
 ) -> None:
@@ -142,9 +223,12 @@ def test_migrations_from_several_processes_at_once(
     engine = create_engine(url)
     try:
         tables = set(inspect(engine).get_table_names())
-        assert {"strands_session", "strands_agent", "strands_message", VERSION_TABLE} <= tables
+        assert {
+            "strands_session", "strands_agent", "strands_message",
+            "durable_agui_session_writer", VERSION_TABLE,
+        } <= tables  # fmt: skip
         with engine.connect() as connection:
-            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0001"
+            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0002"
     finally:
         engine.dispose()
 

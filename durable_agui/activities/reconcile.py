@@ -18,7 +18,10 @@ from durable_agui.activities.patch import (
     patch_tool_results,
     write_back,
 )
-from durable_agui.activities.store_errors import store_errors_as_application_errors
+from durable_agui.activities.store_errors import (
+    attempt_writer,
+    store_errors_as_application_errors,
+)
 from durable_agui.core.contract import (
     AGENT_ID,
     ErrorType,
@@ -33,6 +36,7 @@ from durable_agui.sessions import (
     SessionStoreInconsistent,
     session_store,
 )
+from durable_agui.sessions.store import Writer, WriterSuperseded
 from durable_agui.translation import tool_result_block, user_content_blocks
 
 VERIFY_ATTEMPTS = 5
@@ -40,6 +44,7 @@ VERIFY_ATTEMPTS = 5
 _REPORTED: tuple[type[Exception], ...] = (
     ApplicationError,
     SessionStoreInconsistent,
+    WriterSuperseded,
     *STORE_ERRORS,
 )
 """What ``store_errors_as_application_errors`` (or the activity itself) already reports."""
@@ -60,7 +65,9 @@ def _append_user_input(message: SessionMessage, user_messages: list[UserInput]) 
     return True
 
 
-def _cut_failed_turn(store: SessionStore, thread: str, expected_count: int | None) -> None:
+def _cut_failed_turn(
+    store: SessionStore, thread: str, expected_count: int | None, writer: Writer
+) -> None:
     """Check the store against the count the thread recorded and cut a failed turn's
     messages, as the next turn would, so that the answers and the user input go where the
     thread recorded its history ends (nothing is checked when no count was recorded).
@@ -71,7 +78,7 @@ def _cut_failed_turn(store: SessionStore, thread: str, expected_count: int | Non
     if expected_count is None:
         return
     if store.verified_count(thread, expected_count) > expected_count:
-        store.truncate_messages(thread, expected_count)
+        store.truncate_as(thread, expected_count, writer)
 
 
 def _takes_user_input(message: SessionMessage, request: ReconcileInput) -> bool:
@@ -100,11 +107,12 @@ class ReconcileActivities:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
 
-    def _reconcile(self, request: ReconcileInput) -> ReconcileOutput:
+    def _reconcile(self, request: ReconcileInput, writer: Writer) -> ReconcileOutput:
         store = session_store(self._settings)
         thread = request.session_id or request.thread_id
-        _cut_failed_turn(store, thread, request.expected_count)
-        repository = store.open(thread).session_repository
+        store.claim(thread, writer)
+        _cut_failed_turn(store, thread, request.expected_count, writer)
+        repository = store.open(thread, writer).session_repository
         wanted = {
             r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
         }
@@ -151,7 +159,7 @@ class ReconcileActivities:
         retry: a session already gone is not an error)."""
         store = session_store(self._settings)
         with store_errors_as_application_errors():
-            return await asyncio.to_thread(store.delete_session, session_id)
+            return await asyncio.to_thread(store.delete_session, session_id, attempt_writer())
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:
@@ -185,7 +193,7 @@ class ReconcileActivities:
                     resolved = await resolve_media(request.user_messages, self._settings)
                     request = request.model_copy(update={"user_messages": resolved})
                 try:
-                    return await asyncio.to_thread(self._reconcile, request)
+                    return await asyncio.to_thread(self._reconcile, request, attempt_writer())
                 except _REPORTED:
                     raise
                 except Exception as err:

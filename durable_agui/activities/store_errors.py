@@ -10,6 +10,19 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import ErrorType
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
+from durable_agui.sessions.store import Writer, WriterSuperseded
+
+
+def attempt_writer() -> Writer:
+    """This activity attempt as the writer of its thread's session (``SessionStore.claim``):
+    ordered by when the Temporal server scheduled the attempt."""
+    info = activity.info()
+    since = info.current_attempt_scheduled_time
+    return Writer(
+        since_us=int(since.timestamp() * 1_000_000),
+        name=f"{info.activity_type} {info.activity_id} attempt {info.attempt} "
+        f"of {info.workflow_run_id}",
+    )
 
 
 @contextlib.contextmanager
@@ -22,9 +35,14 @@ def store_errors_as_application_errors() -> Iterator[None]:
     - ``SessionStoreInconsistent`` (the store does not hold what the thread recorded):
       ``SessionStoreInconsistent``, not retried: nothing is cut or written, the run ends
       with ``RUN_ERROR``, and the thread's next run succeeds once the store is repaired.
+    - ``WriterSuperseded`` (a later attempt writes the session): ``WriterSuperseded``; the
+      server already gave this attempt up, so nothing reads it.
     """
     try:
         yield
+    except WriterSuperseded as err:
+        activity.logger.warning("this attempt stops writing the session: %s", err)
+        raise ApplicationError(str(err), type=ErrorType.WRITER_SUPERSEDED) from None
     except STORE_ERRORS as err:
         activity.logger.warning("the session store failed: %s", err)
         raise ApplicationError(

@@ -25,7 +25,7 @@ from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.state import StateEvents, turn_start_state
-from durable_agui.activities.store_errors import store_errors_as_application_errors
+from durable_agui.activities.store_errors import attempt_writer, store_errors_as_application_errors
 from durable_agui.activities.turn_parts import (
     TurnAgent,
     approved_placeholder,
@@ -55,6 +55,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
+from durable_agui.sessions.store import Writer, WriterSuperseded
 from durable_agui.translation import (
     TurnTranslator,
     tool_result_block,
@@ -101,6 +102,15 @@ def build_failed(agent: str, err: BaseException) -> ApplicationError:
         type=ErrorType.AGENT_BUILD_FAILED,
         non_retryable=True,
     )
+
+
+def _superseded(err: BaseException | None) -> WriterSuperseded | None:
+    """The ``WriterSuperseded`` that ``err`` is or was caused by, if any."""
+    while err is not None:
+        if isinstance(err, WriterSuperseded):
+            return err
+        err = err.__cause__
+    return None
 
 
 class TurnActivities:
@@ -300,14 +310,24 @@ class TurnActivities:
             return await asyncio.shield(streaming)
         except asyncio.CancelledError:
             agent.cancel()
-            if activity.is_worker_shutdown():
-                # Not the person's cancel: this worker is going away. Fail the attempt;
-                # the retry on another worker starts over from the turn's starting point.
+            details = activity.cancellation_details()
+            if activity.is_worker_shutdown() or not (details and details.cancel_requested):
+                # Not the person's cancel: this worker is going away, or the server gave
+                # this attempt up (its heartbeat timed out). Fail the attempt; the retry
+                # starts over from the turn's starting point (and fences this one out).
                 # asyncio.wait, not wait_for: that would wait for the cancelled stream to
                 # end, which is after a running tool returns, however long it takes.
                 await asyncio.wait({streaming}, timeout=SHUTDOWN_GRACE.total_seconds())
                 if streaming.done() and not streaming.cancelled():
                     streaming.exception()  # read: it is this attempt's, and it is over
+                logger.warning(
+                    "attempt %d of run %s stopped: %s",
+                    activity.info().attempt,
+                    turn.run_id,
+                    "the worker shuts down"
+                    if activity.is_worker_shutdown()
+                    else "the server gave it up (its heartbeat timed out)",
+                )
                 raise
             # The person's cancel: Strands stops at its next safe point, after a running
             # tool returns, however long that takes (the heartbeat keeps going).
@@ -358,7 +378,7 @@ class TurnActivities:
         for call in translator.not_offered:
             events.publish(translator.tool_result(call.wire_id, [{"text": TOO_MANY_CALLS}]))
 
-    async def _starting_point(self, turn: TurnInput) -> int:
+    async def _starting_point(self, turn: TurnInput, writer: Writer) -> int:
         """The turn's starting point in the session, after cutting away a partial turn.
 
         The store is checked against the count the thread recorded (``turn.start_index``):
@@ -378,7 +398,7 @@ class TurnActivities:
                 activity.heartbeat(start)
         held = await asyncio.to_thread(store.verified_count, session_id, start)
         if held > start:
-            await asyncio.to_thread(store.truncate_messages, session_id, start)
+            await asyncio.to_thread(store.truncate_as, session_id, start, writer)
         return start
 
     async def _turn_state(
@@ -414,6 +434,8 @@ class TurnActivities:
                 turn, built, tools, placeholders, session, events, translator, shared
             )
         except Exception as err:
+            if superseded := _superseded(err):
+                raise superseded from None  # Strands wraps what its hooks raise
             failure = model_failure(err)
             if failure is None:
                 raise
@@ -469,10 +491,14 @@ class TurnActivities:
                 # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
-                start = await self._starting_point(turn)
                 session_id = turn.session_id or turn.thread_id
+                # From here on an earlier attempt still running (the server gave it up while
+                # it was away) writes nothing: each write checks who holds the session.
+                writer = attempt_writer()
+                await asyncio.to_thread(store.claim, session_id, writer)
+                start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
-                session = await asyncio.to_thread(store.open, session_id)
+                session = await asyncio.to_thread(store.open, session_id, writer)
                 async with heartbeating(start):
                     shared = await self._turn_state(turn, built, session, start)
                     events.publish(shared.snapshot(), flush_now=True)

@@ -159,6 +159,7 @@ def _worker(client: Client, settings: Settings, agents: AgentRegistry) -> Worker
         agents=agents,
         graceful_shutdown_timeout=timedelta(seconds=3),
         max_cached_workflows=settings.max_cached_workflows,
+        max_concurrent_activities=settings.max_concurrent_activities,
         # No sandbox in served workers: re-importing the workflow module for each thread
         # and guarding each activation cost about a third of a turn's latency (see
         # bench/RESULTS.md). Tests and the replay tests still run it sandboxed.

@@ -42,6 +42,10 @@ class ErrorType(StrEnum):
     SESSION_STORE_INCONSISTENT = "SessionStoreInconsistent"
     """The session store does not hold what the thread recorded (a message missing, a file
     that does not parse): nothing is cut or written until the store is repaired."""
+    WRITER_SUPERSEDED = "WriterSuperseded"
+    """An activity attempt the Temporal server gave up on (its heartbeat timed out while the
+    server was away) found a later attempt writing the session: it stops without writing.
+    Its result is not used; the later attempt's is."""
     INVALID_TOOL_CALL = "InvalidToolCall"
     """The model produced a tool call this server cannot track (an over-long id)."""
     ROLLING_OVER = "ThreadRollingOver"

@@ -140,6 +140,10 @@ class Settings(BaseSettings):
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between tasks; 0 replays history on every task."""
 
+    max_concurrent_activities: int = Field(default=100, ge=1)
+    """Activities (turns, answers written, webhooks) a worker runs at once; a worker that
+    runs as many asks for no more (Temporal's ``max_concurrent_activities``)."""
+
     stream_batch_interval_ms: int = 50
     """How long an activity buffers AG-UI events before publishing them to the workflow."""
     stream_poll_cooldown_ms: int = 20

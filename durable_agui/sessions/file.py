@@ -2,14 +2,20 @@
 
 Messages are at ``<data-dir>/sessions/session_<threadId>/agents/agent_default/messages/
 message_<n>.json``, the layout ``FileSessionManager`` documents. One machine, or a shared
-volume.
+volume whose file locks work across its machines.
+
+A thread's one writer (``SessionStore.claim``) is recorded in ``<data-dir>/sessions/
+.writers/<threadId>``, under ``flock``: exclusive to claim, shared around each write.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from strands.session.file_session_manager import (
     AGENT_PREFIX,
@@ -20,7 +26,10 @@ from strands.session.file_session_manager import (
 from strands.session.session_repository import SessionRepository
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore
+from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
+
+WRITERS = ".writers"
+"""The folder (in ``sessions_dir``) of the writer records; not a session (no prefix)."""
 
 
 class _FileRepository(FileSessionManager):
@@ -51,9 +60,69 @@ class FileSessionStore(SessionStore):
         return str(self.sessions_dir)
 
     def snapshot(self) -> dict[str, Any]:
-        """Every file under ``sessions_dir``: path -> bytes."""
+        """Every file under ``sessions_dir``, writer records aside: path -> bytes."""
         files = sorted(self.sessions_dir.rglob("*"))
-        return {str(path): path.read_bytes() for path in files if path.is_file()}
+        return {
+            str(path): path.read_bytes()
+            for path in files
+            if path.is_file() and path.parent.name != WRITERS
+        }
+
+    def _writer_path(self, thread_id: str) -> Path:
+        if os.path.basename(thread_id) != thread_id or thread_id.startswith("."):
+            raise ValueError(f"session_id={thread_id} | id cannot contain path separators")
+        return self.sessions_dir / WRITERS / thread_id
+
+    @contextmanager
+    def _locked(self, thread_id: str, mode: int, create: bool) -> Iterator[IO[str] | None]:
+        """The thread's writer record, open and locked (``fcntl.LOCK_SH`` or ``LOCK_EX``);
+        ``None`` when there is none and ``create`` is false. Locks the file the path names
+        once locked (a record removed meanwhile is opened again)."""
+        path = self._writer_path(thread_id)
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            try:
+                record = open(path, "a+" if create else "r+", encoding="utf-8")  # noqa: SIM115
+            except FileNotFoundError:
+                yield None
+                return
+            with record:
+                fcntl.flock(record, mode)
+                try:
+                    same = os.fstat(record.fileno()).st_ino == os.stat(path).st_ino
+                except FileNotFoundError:
+                    same = False
+                if not same:
+                    continue  # removed (or replaced) while we waited for the lock
+                record.seek(0)
+                yield record
+                return
+
+    def claim(self, thread_id: str, writer: Writer) -> None:
+        with self._locked(thread_id, fcntl.LOCK_EX, create=True) as record:
+            assert record is not None
+            held = _read_writer(record)
+            if held is not None and held > writer:
+                raise WriterSuperseded(f"{held.name} writes thread {thread_id!r} now")
+            record.seek(0)
+            record.truncate()
+            record.write(f"{writer.since_us} {writer.name}")
+            record.flush()
+
+    @contextmanager
+    def writing(self, thread_id: str, writer: Writer) -> Iterator[None]:
+        with self._locked(thread_id, fcntl.LOCK_SH, create=False) as record:
+            held = None if record is None else _read_writer(record)
+            if held != writer:
+                who = "nobody" if held is None else held.name
+                raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
+            yield
+
+    def forget(self, thread_id: str, writer: Writer) -> None:
+        with self._locked(thread_id, fcntl.LOCK_EX, create=False) as record:
+            if record is not None and _read_writer(record) == writer:
+                self._writer_path(thread_id).unlink()
 
     def message_path(self, thread_id: str, index: int) -> Path:
         """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent (the
@@ -77,3 +146,8 @@ class FileSessionStore(SessionStore):
         return self._truncate_one_by_one(
             thread_id, keep, lambda index: self.message_path(thread_id, index).unlink()
         )
+
+
+def _read_writer(record: IO[str]) -> Writer | None:
+    since, _, name = record.read().partition(" ")
+    return Writer(int(since), name) if since.isdigit() else None

@@ -12,6 +12,9 @@ Tables (schema version in ``durable_agui_schema_version``):
 - ``strands_agent (session_id, agent_id, data)``, PK ``(session_id, agent_id)``
 - ``strands_message (session_id, agent_id, message_id, data)``, PK ``(session_id, agent_id,
   message_id)``
+- ``durable_agui_session_writer (session_id PK, since_us, name)``: the thread's one writer
+  (``SessionStore.claim``); each write of a writer checks it in the write's own transaction
+  (``FOR SHARE``), and a claim's row lock waits for writes in progress.
 
 ``data`` is the record's Strands ``to_dict()`` as JSON text (bytes base64-encoded by
 Strands), so any string a model or client sends is stored, NUL characters included, which
@@ -25,6 +28,8 @@ thread at the same moment), and ``list_messages`` of an unknown agent is empty.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +38,10 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import (
+    BigInteger,
     Column,
     ColumnElement,
+    Connection,
     DateTime,
     Engine,
     ForeignKeyConstraint,
@@ -56,7 +63,7 @@ from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore
+from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
 
 metadata = MetaData()
 
@@ -96,6 +103,14 @@ message_table = Table(
     ),
 )
 
+writer_table = Table(
+    "durable_agui_session_writer",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("since_us", BigInteger, nullable=False),
+    Column("name", Text, nullable=False),
+)
+
 VERSION_TABLE = "durable_agui_schema_version"
 _MIGRATION_LOCK = 0x64_75_72_61  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -121,10 +136,21 @@ def upgrade_schema(engine: Engine) -> None:
 class PostgresSessionRepository(SessionRepository):
     """Strands ``SessionRepository`` over an SQLAlchemy ``engine`` (thread-safe; each call is
     one transaction). Raises ``SessionException`` where ``FileSessionManager`` does: updating
-    an agent or message that does not exist."""
+    an agent or message that does not exist. With ``fence`` (a thread id and its writer),
+    each write first checks, in its transaction, that the writer still holds the thread
+    (``WriterSuperseded`` otherwise)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, fence: tuple[str, Writer] | None = None) -> None:
         self.engine = engine
+        self.fence = fence
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        """A write's transaction, the fence checked first."""
+        with self.engine.begin() as connection:
+            if self.fence is not None:
+                check_writer(connection, *self.fence)
+            yield connection
 
     def _rewrite(
         self,
@@ -138,7 +164,7 @@ class PostgresSessionRepository(SessionRepository):
         Raises:
             SessionException: ``missing``, when no row matches.
         """
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             previous = connection.scalar(select(table.c.data).where(*where).with_for_update())
             if previous is None:
                 raise SessionException(missing)
@@ -150,7 +176,7 @@ class PostgresSessionRepository(SessionRepository):
             )
 
     def create_session(self, session: Session, **kwargs: Any) -> Session:
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             connection.execute(
                 insert(session_table)
                 .values(session_id=session.session_id, data=_dumps(session.to_dict()))
@@ -168,7 +194,7 @@ class PostgresSessionRepository(SessionRepository):
 
     def delete_session(self, session_id: str, **kwargs: Any) -> None:
         """Delete the session with its agents and messages (cascade)."""
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             deleted = connection.execute(
                 delete(session_table).where(session_table.c.session_id == session_id)
             )
@@ -177,7 +203,7 @@ class PostgresSessionRepository(SessionRepository):
 
     def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         data = _dumps(session_agent.to_dict())
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             connection.execute(
                 insert(agent_table)
                 .values(session_id=session_id, agent_id=session_agent.agent_id, data=data)
@@ -208,7 +234,7 @@ class PostgresSessionRepository(SessionRepository):
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
     ) -> None:
         data = _dumps(session_message.to_dict())
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             connection.execute(
                 insert(message_table)
                 .values(
@@ -277,7 +303,7 @@ class PostgresSessionRepository(SessionRepository):
 
     def delete_messages_from(self, session_id: str, agent_id: str, keep: int) -> int:
         """Delete messages ``keep`` and later in one transaction; returns how many."""
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             deleted = connection.execute(
                 delete(message_table).where(
                     message_table.c.session_id == session_id,
@@ -286,6 +312,24 @@ class PostgresSessionRepository(SessionRepository):
                 )
             )
         return int(deleted.rowcount)
+
+
+def check_writer(connection: Connection, thread_id: str, writer: Writer) -> None:
+    """Lock the thread's writer record for sharing (until the transaction ends) and check
+    it names ``writer``.
+
+    Raises:
+        WriterSuperseded: it names another writer, or there is none (deleted).
+    """
+    row = connection.execute(
+        select(writer_table.c.since_us, writer_table.c.name)
+        .where(writer_table.c.session_id == thread_id)
+        .with_for_update(read=True)
+    ).first()
+    held = None if row is None else Writer(row.since_us, row.name)
+    if held != writer:
+        who = "nobody" if held is None else held.name
+        raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
 
 
 class SchemaNotCurrent(RuntimeError):
@@ -366,13 +410,54 @@ class PostgresSessionStore(SessionStore):
         """Every row of the three tables, by table name, in primary key order."""
         snapshot: dict[str, Any] = {}
         with self.engine.connect() as connection:
-            for table in (session_table, agent_table, message_table):
+            for table in (session_table, agent_table, message_table):  # writers aside
                 rows = connection.execute(select(table).order_by(*table.primary_key.columns))
                 snapshot[table.name] = [tuple(row) for row in rows]
         return snapshot
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)
+
+    def fenced_repository(self, thread_id: str, writer: Writer) -> SessionRepository:
+        return PostgresSessionRepository(self._ready().engine, (thread_id, writer))
+
+    def truncate_as(self, thread_id: str, keep: int, writer: Writer) -> int:
+        fenced = PostgresSessionRepository(self._ready().engine, (thread_id, writer))
+        return fenced.delete_messages_from(thread_id, AGENT_ID, keep)
+
+    def claim(self, thread_id: str, writer: Writer) -> None:
+        self._ready()
+        values = {"session_id": thread_id, "since_us": writer.since_us, "name": writer.name}
+        statement = (
+            insert(writer_table)
+            .values(**values)
+            .on_conflict_do_update(
+                index_elements=["session_id"],
+                set_={"since_us": writer.since_us, "name": writer.name},
+                where=writer_table.c.since_us <= writer.since_us,
+            )
+            .returning(writer_table.c.name)
+        )
+        with self.engine.begin() as connection:
+            if connection.execute(statement).first() is None:
+                raise WriterSuperseded(f"a later writer writes thread {thread_id!r} now")
+
+    @contextmanager
+    def writing(self, thread_id: str, writer: Writer) -> Iterator[None]:
+        self._ready()
+        with self.engine.begin() as connection:
+            check_writer(connection, thread_id, writer)
+            yield
+
+    def forget(self, thread_id: str, writer: Writer) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                delete(writer_table).where(
+                    writer_table.c.session_id == thread_id,
+                    writer_table.c.since_us == writer.since_us,
+                    writer_table.c.name == writer.name,
+                )
+            )
 
     def close(self) -> None:
         self.engine.dispose()

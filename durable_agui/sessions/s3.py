@@ -3,10 +3,16 @@
 Keys are ``<prefix>/session_<threadId>/agents/agent_default/messages/message_<n>.json`` in
 ``bucket``, the layout ``S3SessionManager`` documents; AWS S3 or an S3-compatible server
 such as MinIO, credentials from the usual AWS chain.
+
+A thread's one writer (``SessionStore.claim``) is the object ``<prefix>/.writers/
+<threadId>``. S3 has no locks: a write checks it first, which leaves a window of one
+request between the check and the write (the ``file`` and ``postgres`` stores have none).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import boto3
@@ -20,7 +26,7 @@ from strands.session.s3_session_manager import (
 from strands.session.session_repository import SessionRepository
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore
+from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
 
 
 class _S3Repository(S3SessionManager):
@@ -69,8 +75,44 @@ class S3SessionStore(SessionStore):
             for item in page.get("Contents", [])
         ]
         return {
-            key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read() for key in keys
+            key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            for key in keys
+            if "/.writers/" not in f"/{key}"
         }
+
+    def _writer_key(self, thread_id: str) -> str:
+        prefix = self.prefix.strip("/")
+        return f"{prefix}/.writers/{thread_id}" if prefix else f".writers/{thread_id}"
+
+    def _held(self, thread_id: str) -> Writer | None:
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._writer_key(thread_id))
+        except self.client.exceptions.NoSuchKey:
+            return None
+        since, _, name = body["Body"].read().decode().partition(" ")
+        return Writer(int(since), name) if since.isdigit() else None
+
+    def claim(self, thread_id: str, writer: Writer) -> None:
+        held = self._held(thread_id)
+        if held is not None and held > writer:
+            raise WriterSuperseded(f"{held.name} writes thread {thread_id!r} now")
+        self.client.put_object(
+            Bucket=self.bucket,
+            Key=self._writer_key(thread_id),
+            Body=f"{writer.since_us} {writer.name}".encode(),
+        )
+
+    @contextmanager
+    def writing(self, thread_id: str, writer: Writer) -> Iterator[None]:
+        held = self._held(thread_id)
+        if held != writer:
+            who = "nobody" if held is None else held.name
+            raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
+        yield
+
+    def forget(self, thread_id: str, writer: Writer) -> None:
+        if self._held(thread_id) == writer:
+            self.client.delete_object(Bucket=self.bucket, Key=self._writer_key(thread_id))
 
     def message_key(self, thread_id: str, index: int) -> str:
         """Where ``S3SessionManager`` keeps message ``index`` of the thread's agent (the

@@ -13,7 +13,9 @@ thread's newest messages, in its own layout.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -47,6 +49,82 @@ class SessionStoreInconsistent(Exception):
     """The session store does not hold what the thread recorded: a message is missing, or a
     stored record does not parse. The message names the thread and the message index, never
     a path; nothing may be cut or written until the store is repaired."""
+
+
+class WriterSuperseded(Exception):
+    """A later writer holds the thread's session: this one (an activity attempt the Temporal
+    server already gave up on, still running on its worker) must not write it any more."""
+
+
+@dataclass(frozen=True, order=True)
+class Writer:
+    """Who may write a thread's session: one activity attempt at a time (a fencing token).
+
+    ``since_us`` orders writers: the time (µs since the epoch, the Temporal server's clock)
+    its activity attempt was scheduled. The thread schedules one writing activity at a
+    time, and a retry is scheduled after its attempt was given up, so a later writer always
+    has a later time. ``name`` says which attempt it is, for people.
+    """
+
+    since_us: int
+    name: str
+
+
+class FencedRepository(SessionRepository):
+    """A ``SessionRepository`` whose writes happen only while ``guard()`` (a context that
+    raises ``WriterSuperseded`` when this writer no longer holds the session) is held.
+    Reads pass through."""
+
+    def __init__(
+        self, inner: SessionRepository, guard: Callable[[], AbstractContextManager[None]]
+    ) -> None:
+        self.inner = inner
+        self._guard = guard
+
+    def create_session(self, session: Session, **kwargs: Any) -> Session:
+        with self._guard():
+            return self.inner.create_session(session, **kwargs)
+
+    def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
+        return self.inner.read_session(session_id, **kwargs)
+
+    def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        with self._guard():
+            self.inner.create_agent(session_id, session_agent, **kwargs)
+
+    def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
+        return self.inner.read_agent(session_id, agent_id, **kwargs)
+
+    def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
+        with self._guard():
+            self.inner.update_agent(session_id, session_agent, **kwargs)
+
+    def create_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        with self._guard():
+            self.inner.create_message(session_id, agent_id, session_message, **kwargs)
+
+    def read_message(
+        self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
+    ) -> SessionMessage | None:
+        return self.inner.read_message(session_id, agent_id, message_id, **kwargs)
+
+    def update_message(
+        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
+    ) -> None:
+        with self._guard():
+            self.inner.update_message(session_id, agent_id, session_message, **kwargs)
+
+    def list_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        limit: int | None = None,
+        offset: int = 0,
+        **kwargs: Any,
+    ) -> list[SessionMessage]:
+        return self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs)
 
 
 class CheckedRepository(SessionRepository):
@@ -147,6 +225,11 @@ class CheckedRepository(SessionRepository):
         return [self._check_message(session_id, message) for message in messages]
 
 
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
 class _DeletesSessions(Protocol):
     """Strands' session managers delete sessions (``SessionRepository`` does not say so)."""
 
@@ -186,39 +269,88 @@ class SessionStore(ABC):
         """
 
     @abstractmethod
+    def claim(self, thread_id: str, writer: Writer) -> None:
+        """Make ``writer`` the one writer of the thread's session; from now on an earlier
+        writer's writes (``writing``) raise ``WriterSuperseded``. Waits for a write in
+        progress. Blocking.
+
+        Raises:
+            WriterSuperseded: a later writer holds the session already.
+        """
+
+    @abstractmethod
+    def writing(self, thread_id: str, writer: Writer) -> AbstractContextManager[None]:
+        """Held around each of ``writer``'s writes: no claim happens meanwhile.
+
+        Raises:
+            WriterSuperseded: ``writer`` does not hold the session (a later one claimed it,
+                or the session was deleted).
+        """
+
+    @abstractmethod
+    def forget(self, thread_id: str, writer: Writer) -> None:
+        """Remove the writer record of a deleted session, unless a later writer claimed it
+        meanwhile (a new thread with the same id). Blocking."""
+
+    def fenced_repository(self, thread_id: str, writer: Writer) -> SessionRepository:
+        """The store's repository, writing only while ``writer`` holds ``thread_id``."""
+        return FencedRepository(self.repository(), lambda: self.writing(thread_id, writer))
+
+    @abstractmethod
     def prepare(self) -> None:
         """Check the store is reachable (and up to date) before serving; raises the store's
         own error (``OSError``, SQLAlchemy ``OperationalError``, botocore ``ClientError``)."""
 
-    def open(self, thread_id: str) -> RepositorySessionManager:
+    def open(self, thread_id: str, writer: Writer | None = None) -> RepositorySessionManager:
         """The Strands session manager of ``thread_id`` (its repository is checked: a stored
-        record that does not parse raises ``SessionStoreInconsistent``). Creates the session
+        record that does not parse raises ``SessionStoreInconsistent``), writing only while
+        ``writer`` holds the session when one is given (``claim``). Creates the session
         record on first use.
 
         Raises:
             ValueError: for an id the store refuses (path separators in ``file`` and ``s3``).
+            WriterSuperseded: a write after a later writer claimed the session.
         """
+        repository = (
+            self.repository() if writer is None else self.fenced_repository(thread_id, writer)
+        )
         return RepositorySessionManager(
-            session_id=thread_id, session_repository=CheckedRepository(self.repository())
+            session_id=thread_id, session_repository=CheckedRepository(repository)
         )
 
-    def delete_session(self, thread_id: str) -> bool:
+    def truncate_as(self, thread_id: str, keep: int, writer: Writer) -> int:
+        """``truncate_messages`` while ``writer`` holds the session (``WriterSuperseded``)."""
+        with self.writing(thread_id, writer):
+            return self.truncate_messages(thread_id, keep)
+
+    def delete_session(self, thread_id: str, writer: Writer | None = None) -> bool:
         """Remove the thread's session (its messages, agent state, everything Strands keeps
         for it) through the Strands repository; whether there was one. Safe to repeat.
-        Blocking.
+        With ``writer`` (it claims the session first), an earlier writer still running
+        writes nothing afterwards. Blocking.
 
         Raises:
             SessionException: the store failed, and the session is still there.
+            WriterSuperseded: a later writer holds the session.
         """
-        if not self.has_session(thread_id):
-            return False
-        try:
-            cast(_DeletesSessions, self.repository()).delete_session(thread_id)
-        except SessionException:
-            if self.has_session(thread_id):
-                raise
-            return False  # gone meanwhile (a retry)
-        return True
+        if writer is not None:
+            self.claim(thread_id, writer)
+        deleted = self._delete_session(thread_id, writer)
+        if writer is not None:
+            self.forget(thread_id, writer)
+        return deleted
+
+    def _delete_session(self, thread_id: str, writer: Writer | None) -> bool:
+        with self.writing(thread_id, writer) if writer else _nothing():
+            if not self.has_session(thread_id):
+                return False
+            try:
+                cast(_DeletesSessions, self.repository()).delete_session(thread_id)
+            except SessionException:
+                if self.has_session(thread_id):
+                    raise
+                return False  # gone meanwhile (a retry)
+            return True
 
     def fork_session(self, source: str, target: str, through: int) -> None:
         """Copy messages ``0..through`` of session ``source`` (and its agent, with the
