@@ -248,7 +248,7 @@ def expiring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         yield stack
 
 
-async def test_an_expired_thread_can_still_be_deleted(expiring: DevStack) -> None:
+async def test_an_expired_thread_is_deleted_through_a_new_run(expiring: DevStack) -> None:
     thread = "ttl-delete"
     async with httpx.AsyncClient(base_url=expiring.url, timeout=60) as http:
         status, _ = await post_run(http, "demo", run_input(thread, "r1", [user("u1", "hi")], []))
@@ -258,6 +258,11 @@ async def test_an_expired_thread_can_still_be_deleted(expiring: DevStack) -> Non
                 break
             await asyncio.sleep(0.1)
         assert expiring.store.has_session(thread)  # kept: a later run would continue it
+        # Only a thread's workflow removes its session: the API alone never does.
+        assert (await http.delete(f"/threads/{thread}")).status_code == 404
+        assert expiring.store.has_session(thread)
+        status, _ = await post_run(http, "demo", run_input(thread, "r2", [user("u2", "hi")], []))
+        assert status == 200
         assert (await http.delete(f"/threads/{thread}")).status_code == 204
         assert not expiring.store.has_session(thread)
         assert (await http.delete(f"/threads/{thread}")).status_code == 404

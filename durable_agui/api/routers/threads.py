@@ -12,7 +12,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from temporalio.client import Client
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import (
@@ -39,7 +38,7 @@ from durable_agui.api.models import (
     ToolResultsOut,
     WebhookFailureView,
 )
-from durable_agui.api.routers.schedules import delete_thread_schedules, thread_schedule_ids
+from durable_agui.api.routers.schedules import delete_thread_schedules
 from durable_agui.api.run_input import content_json
 from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
 from durable_agui.api.thread_client import (
@@ -65,7 +64,6 @@ from durable_agui.core.contract import (
     session_id_for,
     workflow_id_for,
 )
-from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import AGENT_NAME_PATTERN
 from durable_agui.translation.transcript import workflow_ui_url
 
@@ -341,7 +339,7 @@ async def post_cancel(
     },
 )
 async def delete_thread_route(
-    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
+    thread_id: ThreadIdDep, client: TemporalDep, principal: PrincipalDep
 ) -> Response:
     """Delete the thread: its run in progress stops at its next safe point and, with the
     runs queued behind it, ends with one ``RUN_ERROR`` ``ThreadDeleted``; its session is
@@ -349,34 +347,12 @@ async def delete_thread_route(
     trail). 204 once the session is gone; 202 when a tool of the run in progress is still
     running after about 10 s (the deletion completes when it returns). Afterwards the
     thread is 404 to everyone, a second ``DELETE`` too; a new run with its id starts a new,
-    empty thread. Its schedules are removed too; a thread whose workflow expired
-    (``DURABLE_AGUI_THREAD_TTL_S``) has its kept session and schedules removed."""
-    try:
-        done = await delete_thread(client, thread_id, principal)
-    except HTTPException as err:
-        if err.status_code != 404 or not await _delete_expired(
-            client, settings, thread_id, principal
-        ):
-            raise
-        done = True
+    empty thread. Its schedules are removed too. Only the thread's workflow removes its
+    session: a thread whose workflow expired with its session kept is 404 (send it a run
+    first), and so is a second ``DELETE`` while the first completes."""
+    done = await delete_thread(client, thread_id, principal)
     await delete_thread_schedules(client, thread_id, principal)
     return Response(status_code=204 if done else 202)
-
-
-async def _delete_expired(
-    client: Client, settings: Settings, thread_id: str, principal: str
-) -> bool:
-    """Remove what a thread whose workflow expired keeps (its session, its schedules);
-    whether there was any."""
-    from durable_agui.api.history import store_errors_as_http
-    from durable_agui.sessions import session_store
-
-    with store_errors_as_http():
-        removed = await asyncio.to_thread(
-            session_store(settings).delete_session, session_id_for(thread_id, principal)
-        )
-    scheduled = await thread_schedule_ids(client, thread_id, principal)
-    return removed or bool(scheduled)
 
 
 @router.post(
