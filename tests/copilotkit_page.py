@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
-
-import httpx
 
 from durable_agui.cli.devserver import free_port
 from tests.prerequisites import require_node
+from tests.stack import answers
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "copilotkit"
 
@@ -77,14 +75,8 @@ class CopilotKitPage:
             [node, "server/index.mjs"],
             cwd=EXAMPLE, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and self._process.poll() is None:
-            try:
-                if httpx.get(f"{self.url}/api/copilotkit/info", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+        if answers(f"{self.url}/api/copilotkit/info", self._process, timeout_s):
+            return
         self.stop()
         raise TimeoutError(f"the CopilotKit page did not come up: {self.log_path.read_text()}")
 

@@ -140,16 +140,10 @@ class DevStack:
             env=self.env,
             cwd=self.cwd,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"durable-agui dev exited: {self.log_path.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        if answers(f"{self.url}/healthz", self._process, timeout_s):
+            return
+        if self._process.poll() is not None:
+            raise RuntimeError(f"durable-agui dev exited: {self.log_path.read_text()}")
         self.stop()
         raise TimeoutError(f"durable-agui dev did not come up: {self.log_path.read_text()}")
 
@@ -169,6 +163,19 @@ class DevStack:
         subprocess.run(
             ["pkill", "-KILL", "-f", str(self.data_dir / "temporal.sqlite")], check=False
         )
+
+
+def answers(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Whether ``url`` answered 200 within ``timeout_s`` while ``process`` ran."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return False
 
 
 @contextlib.contextmanager
@@ -266,14 +273,9 @@ class Cluster:
         port = port or free_port()
         self._spawn(name, ["api", "--port", str(port)], None)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    self.api_urls[name] = url
-                    return url
-            except httpx.TransportError:
-                time.sleep(0.1)
+        if answers(f"{url}/healthz", self.processes[name], 60):
+            self.api_urls[name] = url
+            return url
         raise TimeoutError(
             f"API {name} did not come up: {(self.folder / f'{name}.log').read_text()}"
         )

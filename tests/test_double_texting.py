@@ -54,6 +54,16 @@ async def race(
     return events, answer
 
 
+async def taken(
+    http: httpx.AsyncClient, thread: str, strategy: str, first: str = SLOW
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``race`` with a second run of ``strategy`` that the thread takes (200): both runs'
+    events."""
+    events, (status, second) = await race(http, thread, first, second_run(thread, strategy))
+    assert status == 200, second
+    return events, second
+
+
 def texts(messages: list[dict[str, Any]]) -> list[str]:
     return [b["text"] for m in messages for b in m["content"] if "text" in b]
 
@@ -75,8 +85,7 @@ async def test_reject_refuses_the_second_run_and_stores_nothing_of_it(
 
 async def test_enqueue_runs_the_second_after_the_first(http: httpx.AsyncClient) -> None:
     thread = "dt-enqueue"
-    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "enqueue"))
-    assert status == 200
+    first, second = await taken(http, thread, "enqueue")
     assert first[-1]["outcome"] == {"type": "success"}
     assert any("lookup_flight -> success" in e.get("delta", "") for e in first)
     assert second[-1]["outcome"] == {"type": "success"}
@@ -86,8 +95,7 @@ async def test_interrupt_stops_the_first_run_after_its_tool_and_keeps_what_it_st
     http: httpx.AsyncClient, stack: DevStack
 ) -> None:
     thread = "dt-interrupt"
-    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "interrupt"))
-    assert status == 200, second
+    first, second = await taken(http, thread, "interrupt")
     assert first[-1]["outcome"] == {"type": "cancelled"}
     assert any(e["type"] == "TOOL_CALL_RESULT" for e in first)  # stopped after the tool
     assert second[-1]["outcome"] == {"type": "success"}
@@ -105,8 +113,7 @@ async def test_rollback_takes_the_stopped_turn_and_its_state_out_of_the_session(
     assert status == 200
     kept = persisted_messages(stack.store, thread)
     changes = 'call save_flight {"flight":"RB1"}\n' + SLOW
-    first, (status, second) = await race(http, thread, changes, second_run(thread, "rollback"))
-    assert status == 200, second
+    first, second = await taken(http, thread, "rollback", changes)
     assert first[-1]["outcome"] == {"type": "cancelled"}
     assert second[-1]["outcome"] == {"type": "success"}
     stored = persisted_messages(stack.store, thread)
@@ -265,7 +272,6 @@ async def test_rollback_of_a_threads_first_run_leaves_only_the_new_one(
     http: httpx.AsyncClient, stack: DevStack
 ) -> None:
     thread = "dt-rollback-first"
-    first, (status, second) = await race(http, thread, SLOW, second_run(thread, "rollback"))
-    assert status == 200, second
+    first, _ = await taken(http, thread, "rollback")
     assert first[-1]["outcome"] == {"type": "cancelled"}
     assert texts(persisted_messages(stack.store, thread)) == ["hello", "echo: hello"]
