@@ -63,7 +63,7 @@ from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
+from durable_agui.sessions.store import CheckedRepository, SessionStore, Writer, WriterSuperseded
 
 metadata = MetaData()
 
@@ -418,8 +418,13 @@ class PostgresSessionStore(SessionStore):
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)
 
-    def fenced_repository(self, thread_id: str, writer: Writer) -> SessionRepository:
-        return PostgresSessionRepository(self._ready().engine, (thread_id, writer))
+    def checked_repository(self, thread_id: str, writer: Writer | None) -> CheckedRepository:
+        if writer is None:
+            return CheckedRepository(self.repository())
+        # The check in each write's own transaction, rather than around it (``writing``).
+        return CheckedRepository(
+            PostgresSessionRepository(self._ready().engine, (thread_id, writer))
+        )
 
     def truncate_as(self, thread_id: str, keep: int, writer: Writer) -> int:
         fenced = PostgresSessionRepository(self._ready().engine, (thread_id, writer))

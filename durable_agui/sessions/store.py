@@ -13,8 +13,8 @@ thread's newest messages, in its own layout.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
@@ -70,70 +70,20 @@ class Writer:
     name: str
 
 
-class FencedRepository(SessionRepository):
-    """A ``SessionRepository`` whose writes happen only while ``guard()`` (a context that
-    raises ``WriterSuperseded`` when this writer no longer holds the session) is held.
-    Reads pass through."""
-
-    def __init__(
-        self, inner: SessionRepository, guard: Callable[[], AbstractContextManager[None]]
-    ) -> None:
-        self.inner = inner
-        self._guard = guard
-
-    def create_session(self, session: Session, **kwargs: Any) -> Session:
-        with self._guard():
-            return self.inner.create_session(session, **kwargs)
-
-    def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
-        return self.inner.read_session(session_id, **kwargs)
-
-    def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
-        with self._guard():
-            self.inner.create_agent(session_id, session_agent, **kwargs)
-
-    def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
-        return self.inner.read_agent(session_id, agent_id, **kwargs)
-
-    def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
-        with self._guard():
-            self.inner.update_agent(session_id, session_agent, **kwargs)
-
-    def create_message(
-        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
-    ) -> None:
-        with self._guard():
-            self.inner.create_message(session_id, agent_id, session_message, **kwargs)
-
-    def read_message(
-        self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
-    ) -> SessionMessage | None:
-        return self.inner.read_message(session_id, agent_id, message_id, **kwargs)
-
-    def update_message(
-        self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
-    ) -> None:
-        with self._guard():
-            self.inner.update_message(session_id, agent_id, session_message, **kwargs)
-
-    def list_messages(
-        self,
-        session_id: str,
-        agent_id: str,
-        limit: int | None = None,
-        offset: int = 0,
-        **kwargs: Any,
-    ) -> list[SessionMessage]:
-        return self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs)
-
-
 class CheckedRepository(SessionRepository):
     """A ``SessionRepository`` that turns stored records that do not parse into
     ``SessionStoreInconsistent`` (Strands would raise ``json.JSONDecodeError`` or
-    ``KeyError`` from deep inside an agent's construction). Writes pass through."""
+    ``KeyError`` from deep inside an agent's construction). Writes pass through, each inside
+    ``guard()`` when one is given (``SessionStore.writing``: ``WriterSuperseded`` once a
+    later writer holds the session)."""
 
-    def __init__(self, inner: SessionRepository) -> None:
+    def __init__(
+        self,
+        inner: SessionRepository,
+        guard: Callable[[], AbstractContextManager[None]] = nullcontext,
+    ) -> None:
         self.inner = inner
+        self._guard = guard
 
     def _read(self, session_id: str, what: str, read: Callable[[], T]) -> T:
         try:
@@ -169,7 +119,8 @@ class CheckedRepository(SessionRepository):
         )
 
     def create_session(self, session: Session, **kwargs: Any) -> Session:
-        return self.inner.create_session(session, **kwargs)
+        with self._guard():
+            return self.inner.create_session(session, **kwargs)
 
     def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
         return self._read(
@@ -177,7 +128,8 @@ class CheckedRepository(SessionRepository):
         )
 
     def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
-        self.inner.create_agent(session_id, session_agent, **kwargs)
+        with self._guard():
+            self.inner.create_agent(session_id, session_agent, **kwargs)
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         return self._read(
@@ -187,12 +139,14 @@ class CheckedRepository(SessionRepository):
         )
 
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
-        self.inner.update_agent(session_id, session_agent, **kwargs)
+        with self._guard():
+            self.inner.update_agent(session_id, session_agent, **kwargs)
 
     def create_message(
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
     ) -> None:
-        self.inner.create_message(session_id, agent_id, session_message, **kwargs)
+        with self._guard():
+            self.inner.create_message(session_id, agent_id, session_message, **kwargs)
 
     def read_message(
         self, session_id: str, agent_id: str, message_id: int, **kwargs: Any
@@ -207,7 +161,8 @@ class CheckedRepository(SessionRepository):
     def update_message(
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
     ) -> None:
-        self.inner.update_message(session_id, agent_id, session_message, **kwargs)
+        with self._guard():
+            self.inner.update_message(session_id, agent_id, session_message, **kwargs)
 
     def list_messages(
         self,
@@ -223,11 +178,6 @@ class CheckedRepository(SessionRepository):
             lambda: self.inner.list_messages(session_id, agent_id, limit, offset, **kwargs),
         )
         return [self._check_message(session_id, message) for message in messages]
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 class _DeletesSessions(Protocol):
@@ -292,9 +242,12 @@ class SessionStore(ABC):
         """Remove the writer record of a deleted session, unless a later writer claimed it
         meanwhile (a new thread with the same id). Blocking."""
 
-    def fenced_repository(self, thread_id: str, writer: Writer) -> SessionRepository:
-        """The store's repository, writing only while ``writer`` holds ``thread_id``."""
-        return FencedRepository(self.repository(), lambda: self.writing(thread_id, writer))
+    def checked_repository(self, thread_id: str, writer: Writer | None) -> CheckedRepository:
+        """The store's repository, checked, and writing only while ``writer`` holds
+        ``thread_id`` when one is given."""
+        if writer is None:
+            return CheckedRepository(self.repository())
+        return CheckedRepository(self.repository(), lambda: self.writing(thread_id, writer))
 
     @abstractmethod
     def prepare(self) -> None:
@@ -311,11 +264,8 @@ class SessionStore(ABC):
             ValueError: for an id the store refuses (path separators in ``file`` and ``s3``).
             WriterSuperseded: a write after a later writer claimed the session.
         """
-        repository = (
-            self.repository() if writer is None else self.fenced_repository(thread_id, writer)
-        )
         return RepositorySessionManager(
-            session_id=thread_id, session_repository=CheckedRepository(repository)
+            session_id=thread_id, session_repository=self.checked_repository(thread_id, writer)
         )
 
     def truncate_as(self, thread_id: str, keep: int, writer: Writer) -> int:
@@ -341,7 +291,7 @@ class SessionStore(ABC):
         return deleted
 
     def _delete_session(self, thread_id: str, writer: Writer | None) -> bool:
-        with self.writing(thread_id, writer) if writer else _nothing():
+        with self.writing(thread_id, writer) if writer else nullcontext():
             if not self.has_session(thread_id):
                 return False
             try:
