@@ -221,6 +221,7 @@ async def test_a_fork_copies_the_history_up_to_an_answer_into_a_new_thread(
         f"/threads/{thread}/fork", json={"messageId": answer["id"], "threadId": "fork-new"}
     )
     assert again.status_code == 409
+    assert again.json()["detail"]["type"] == "ThreadExists"
 
 
 @pytest.mark.parametrize(

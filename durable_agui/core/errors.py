@@ -32,6 +32,8 @@ class ErrorType(StrEnum):
     """Too many runs queued, or too many requests in flight for one thread (429)."""
     THREAD_DELETED = "ThreadDeleted"
     """The ``RUN_ERROR`` code of a run that the thread's deletion ended."""
+    THREAD_EXISTS = "ThreadExists"
+    """A fork's new ``threadId`` names a thread that exists already (409)."""
     TOO_MANY_SCHEDULES = "TooManySchedules"
     """A thread has as many schedules as it may (409)."""
     RUN_IN_PROGRESS = "RunInProgress"

@@ -408,7 +408,7 @@ async def post_fork(
         if err.status_code != 404:
             raise
     else:
-        raise api_error(409, ErrorType.INVALID_REQUEST, f"thread {new_id!r} exists already")
+        raise api_error(409, ErrorType.THREAD_EXISTS, f"thread {new_id!r} exists already")
     target = session_id_for(new_id, principal)
     with store_errors_as_http():
         try:
@@ -417,7 +417,7 @@ async def post_fork(
             )
         except ValueError:
             raise api_error(
-                409, ErrorType.INVALID_REQUEST, f"thread {new_id!r} exists already"
+                409, ErrorType.THREAD_EXISTS, f"thread {new_id!r} exists already"
             ) from None
     # The new thread's workflow starts now, with a run that adds nothing, so it answers
     # reads at once; its first turn counts the copied session and goes on from there.
