@@ -79,11 +79,12 @@ async def test_deleting_a_thread_removes_its_schedules(
     ("body", "status", "names"),
     [
         ({"cron": "every tuesday", "message": "x"}, 422, "cron"),
+        ({"cron": "*/30 * * * * *", "message": "x"}, 422, "five fields"),
         ({"cron": "0 9 * * *", "message": ""}, 422, "message"),
         ({"cron": "0 9 * * *", "message": "   "}, 422, "message"),
         ({"message": "x"}, 422, "cron"),
     ],
-    ids=["cron-does-not-parse", "empty-message", "blank-message", "no-cron"],
+    ids=["cron-does-not-parse", "six-fields", "empty-message", "blank-message", "no-cron"],
 )
 async def test_a_bad_schedule_is_refused_naming_its_field(
     http: httpx.AsyncClient, body: dict[str, str], status: int, names: str

@@ -290,6 +290,15 @@ async def test_threads_have_a_title_and_tags_to_be_found_by(http: httpx.AsyncCli
     assert [(t["title"], t["tags"]) for t in listed if t["threadId"] == thread] == [
         ("Trip to Porto", ["porto"])
     ]
+    # A merge patch: what it leaves out stays; null removes; anything else is refused.
+    tags_only = await http.patch(f"/threads/{thread}", json={"tags": ["porto", "2027"]})
+    assert tags_only.json() == {"title": "Trip to Porto", "tags": ["porto", "2027"]}
+    untitled = await http.patch(f"/threads/{thread}", json={"title": None})
+    assert untitled.json() == {"title": None, "tags": ["porto", "2027"]}
+    unknown = await http.patch(f"/threads/{thread}", json={"foo": 1})
+    assert unknown.status_code == 422 and "foo" in unknown.text
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert view["metadata"] == {"title": None, "tags": ["porto", "2027"]}
 
 
 @pytest.mark.parametrize(

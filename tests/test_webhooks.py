@@ -94,6 +94,8 @@ async def test_deliveries_are_signed_retried_and_survive_a_restart(
     assert waiting["type"] == "thread.waiting" and waiting["runId"] == "r1"
     assert waiting["status"] == "awaiting_tool_results"
     assert [c["toolCallId"] for c in waiting["pendingToolCalls"]] == [wire_id]
+    view = (await http.get(f"/threads/{thread}")).json()  # the same times as the REST view
+    assert waiting["pendingToolCalls"][0]["expiresAt"] == view["pendingToolCalls"][0]["expiresAt"]
     assert by_event["run.finished"]["event"]["type"] == "RUN_FINISHED"
     # Every attempt of one delivery had the same key; the two deliveries had their own.
     keys = {a.headers["idempotency-key"] for a in receiver.attempts}

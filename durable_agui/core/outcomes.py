@@ -9,6 +9,8 @@ workflow (``workflows.outcomes.finished_event``) and the connect stream
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
@@ -18,6 +20,11 @@ from ag_ui.core import (
 )
 
 from durable_agui.core.contract import OpenInterrupt
+
+
+def utc_text(moment: datetime) -> str:
+    """``moment`` (UTC) as ISO 8601 with ``Z``, as the REST answers write it."""
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def run_outcome(
@@ -34,7 +41,7 @@ def run_outcome(
                 message=i.message,
                 tool_call_id=i.wire_id,
                 response_schema=i.response_schema,
-                expires_at=i.expires_at.isoformat().replace("+00:00", "Z"),
+                expires_at=utc_text(i.expires_at),
             )
             for i in waiting_interrupts
         ]

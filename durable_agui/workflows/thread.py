@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
         event_to_wire,
         run_topic,
     )
+    from durable_agui.core.outcomes import utc_text
     from durable_agui.workflows import steps
     from durable_agui.workflows.batch import (
         MAX_BATCH_ANSWER_BYTES,
@@ -738,13 +739,13 @@ class AgentThreadWorkflow:
             "event": self._terminal_events.pop(run_id, None),
             "pendingToolCalls": [
                 {"toolCallId": c.wire_id, "toolName": c.tool_name, "args": c.args,
-                 "expiresAt": c.expires_at.isoformat()}
+                 "expiresAt": utc_text(c.expires_at)}
                 for c in calls
             ],
             "interrupts": [
                 {"id": i.interrupt_id, "toolCallId": i.wire_id, "toolName": i.tool_name,
                  "message": i.message, "responseSchema": i.response_schema,
-                 "expiresAt": i.expires_at.isoformat()}
+                 "expiresAt": utc_text(i.expires_at)}
                 for i in interrupts
             ],
         }  # fmt: skip

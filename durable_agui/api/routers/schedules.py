@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
-from pydantic import Field
+from pydantic import Field, field_validator
 from temporalio.api.common.v1 import Payload
 from temporalio.client import (
     Client,
@@ -47,9 +47,22 @@ class ScheduleIn(CamelModel):
     cron: str = Field(
         min_length=1,
         max_length=100,
-        description='A cron expression in UTC, as Temporal takes it ("0 9 * * 1-5", "@hourly").',
+        description='A cron expression in UTC: five fields ("0 9 * * 1-5") or "@hourly", '
+        '"@daily", "@weekly", "@monthly", "@yearly".',
     )
     message: str = Field(min_length=1, max_length=16_384, description="The user message sent.")
+
+    @field_validator("cron")
+    @classmethod
+    def _five_fields(cls, cron: str) -> str:
+        # Temporal also reads a sixth and a seventh field (seconds and year, in an order
+        # people get wrong); only the classic form is taken.
+        if not cron.strip().startswith("@") and len(cron.split()) != 5:
+            raise ValueError(
+                "needs five fields (minute hour day-of-month month day-of-week) or an "
+                "@-name such as @hourly"
+            )
+        return cron
 
 
 class ScheduleView(CamelModel):

@@ -32,6 +32,7 @@ from durable_agui.api.models import (
     PendingToolCallView,
     ThreadList,
     ThreadMessages,
+    ThreadMetadataPatch,
     ThreadSummary,
     ThreadView,
     ToolResultsIn,
@@ -432,9 +433,17 @@ async def post_fork(
     responses=error_responses({**_NOT_FOUND, 422: "A title or tags that do not fit."}),
 )
 async def patch_thread(
-    thread_id: ThreadIdDep, body: ThreadMetadata, client: TemporalDep, principal: PrincipalDep
+    thread_id: ThreadIdDep,
+    body: ThreadMetadataPatch,
+    client: TemporalDep,
+    principal: PrincipalDep,
 ) -> ThreadMetadata:
-    """Replace the thread's title and tags (``{"title": ..., "tags": [...]}``: title at
-    most 200 characters, at most 20 tags of 1-50 characters). ``GET /threads`` finds
-    threads by them (``tag``, ``q``); runs may set them too (``forwardedProps.threadMetadata``)."""
-    return await set_metadata(client, thread_id, principal, body)
+    """Change the thread's title or tags (a JSON merge patch, RFC 7396: ``{"title": ...}``
+    keeps the tags, ``{"tags": [...]}`` keeps the title, ``"title": null`` removes it; other
+    fields are 422); title at most 200 characters, at most 20 tags of 1-50 characters.
+    Answers the thread's metadata now. ``GET /threads`` finds threads by them (``tag``,
+    ``q``); runs may set them too (``forwardedProps.threadMetadata``). PATCHes sent at the
+    same moment are not merged with each other: the last one written wins whole."""
+    current = (await thread_state(client, thread_id, principal)).metadata or ThreadMetadata()
+    merged = current.model_copy(update=body.model_dump(exclude_unset=True))
+    return await set_metadata(client, thread_id, principal, merged)
