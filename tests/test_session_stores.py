@@ -22,7 +22,7 @@ from durable_agui.sessions import postgres, session_store
 from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
 from durable_agui.sessions.store import Writer, WriterSuperseded
 from tests.postgres import ExternalPostgres, PostgresServer
-from tests.stack import ALL_STORES, BIN, StoreKind, store_env, store_of
+from tests.stack import ALL_STORES, BIN, STORES, StoreKind, store_env, store_of
 
 
 @pytest.fixture
@@ -127,16 +127,46 @@ def test_a_writer_a_later_one_claimed_over_writes_nothing(
     assert [m.message["content"][0]["text"] for m in store.read_messages("fenced")] == [
         "by first", "by second",
     ]  # fmt: skip
-    # Deleting fences out every writer before it; a new thread of the same id starts over.
+    # Deleting fences out every writer before it, for good (they cannot claim it back);
+    # a new thread of the same id starts over.
     assert store.delete_session("fenced", later)
     with pytest.raises(WriterSuperseded):
         store.open("fenced", second).session_repository.create_agent("fenced", AGENT_RECORD)
+    with pytest.raises(WriterSuperseded):
+        store.claim("fenced", second)
     assert not store.has_session("fenced")
     store.claim("fenced", Writer(400, "a new thread"))
     store.open("fenced", Writer(400, "a new thread")).session_repository.create_agent(
         "fenced", AGENT_RECORD
     )
     assert store.read_messages("fenced") == []
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_forks_racing_to_one_new_thread_make_it_once_from_one_source(
+    kind: StoreKind, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = store_of(store_env(request, kind), tmp_path)
+    for source, size in (("src-a", 2), ("src-b", 4)):
+        repository = store.open(source).session_repository
+        repository.create_agent(source, AGENT_RECORD)
+        for index in range(size):
+            repository.create_message(source, "default", message(index, f"{source} {index}"))
+
+    def fork(n: int) -> str:
+        source, through = ("src-a", 1) if n % 2 else ("src-b", 3)
+        try:
+            store.fork_session(source, "the-fork", through)
+        except ValueError:
+            return "refused"
+        return source
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(fork, range(8)))
+    (made,) = [outcome for outcome in outcomes if outcome != "refused"]
+    assert [m.message["content"][0]["text"] for m in store.read_messages("the-fork")] == [
+        m.message["content"][0]["text"] for m in store.read_messages(made)
+    ]
 
 
 def test_text_jsonb_would_refuse_survives(store: PostgresSessionStore) -> None:

@@ -7,6 +7,7 @@ import asyncio
 
 from ag_ui.core import Message, MessagesSnapshotEvent, UserMessage
 from temporalio import activity
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.core.contract import STREAMED_MESSAGE_ID, TurnInput
@@ -57,7 +58,15 @@ async def snapshot_if_stale(
         return
     client = activity.client()
     handle = client.get_workflow_handle(activity.info().workflow_id or "")
-    state = await read_thread(handle, None)
+    try:
+        state = await read_thread(handle, None)
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        details = activity.cancellation_details()
+        if details and details.cancel_requested:
+            # The person's cancel came while the thread was read: the turn is cancelled
+            # (before anything was written), not failed.
+            raise asyncio.CancelledError from None
+        raise
     stored = await asyncio.to_thread(store.read_messages, session_id)
     history = to_agui_messages(
         stored[:start],

@@ -99,6 +99,11 @@ class FileSessionStore(SessionStore):
                 yield record
                 return
 
+    @contextmanager
+    def creating(self, thread_id: str) -> Iterator[None]:
+        with self._locked(thread_id, fcntl.LOCK_EX, create=True):
+            yield
+
     def claim(self, thread_id: str, writer: Writer) -> None:
         with self._locked(thread_id, fcntl.LOCK_EX, create=True) as record:
             assert record is not None
@@ -118,11 +123,6 @@ class FileSessionStore(SessionStore):
                 who = "nobody" if held is None else held.name
                 raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
             yield
-
-    def forget(self, thread_id: str, writer: Writer) -> None:
-        with self._locked(thread_id, fcntl.LOCK_EX, create=False) as record:
-            if record is not None and _read_writer(record) == writer:
-                self._writer_path(thread_id).unlink()
 
     def message_path(self, thread_id: str, index: int) -> Path:
         """Where ``FileSessionManager`` keeps message ``index`` of the thread's agent (the

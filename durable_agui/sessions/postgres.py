@@ -27,6 +27,7 @@ thread at the same moment), and ``list_messages`` of an unknown agent is empty.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -314,6 +315,13 @@ class PostgresSessionRepository(SessionRepository):
         return int(deleted.rowcount)
 
 
+def _creating_key(thread_id: str) -> int:
+    """A signed 64-bit advisory lock key for making ``thread_id``'s session."""
+    return int.from_bytes(
+        hashlib.sha256(b"create " + thread_id.encode()).digest()[:8], "big", signed=True
+    )
+
+
 def check_writer(connection: Connection, thread_id: str, writer: Writer) -> None:
     """Lock the thread's writer record for sharing (until the transaction ends) and check
     it names ``writer``.
@@ -430,6 +438,16 @@ class PostgresSessionStore(SessionStore):
         fenced = PostgresSessionRepository(self._ready().engine, (thread_id, writer))
         return fenced.delete_messages_from(thread_id, AGENT_ID, keep)
 
+    @contextmanager
+    def creating(self, thread_id: str) -> Iterator[None]:
+        self._ready()
+        with self.engine.begin() as connection:  # the lock ends with the transaction
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"),
+                {"key": _creating_key(thread_id)},
+            )
+            yield
+
     def claim(self, thread_id: str, writer: Writer) -> None:
         self._ready()
         values = {"session_id": thread_id, "since_us": writer.since_us, "name": writer.name}
@@ -453,16 +471,6 @@ class PostgresSessionStore(SessionStore):
         with self.engine.begin() as connection:
             check_writer(connection, thread_id, writer)
             yield
-
-    def forget(self, thread_id: str, writer: Writer) -> None:
-        with self.engine.begin() as connection:
-            connection.execute(
-                delete(writer_table).where(
-                    writer_table.c.session_id == thread_id,
-                    writer_table.c.since_us == writer.since_us,
-                    writer_table.c.name == writer.name,
-                )
-            )
 
     def close(self) -> None:
         self.engine.dispose()

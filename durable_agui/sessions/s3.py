@@ -110,10 +110,6 @@ class S3SessionStore(SessionStore):
             raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
         yield
 
-    def forget(self, thread_id: str, writer: Writer) -> None:
-        if self._held(thread_id) == writer:
-            self.client.delete_object(Bucket=self.bucket, Key=self._writer_key(thread_id))
-
     def message_key(self, thread_id: str, index: int) -> str:
         """Where ``S3SessionManager`` keeps message ``index`` of the thread's agent (the
         layout in its docstring, from its public name prefixes)."""

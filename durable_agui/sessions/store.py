@@ -237,10 +237,11 @@ class SessionStore(ABC):
                 or the session was deleted).
         """
 
-    @abstractmethod
-    def forget(self, thread_id: str, writer: Writer) -> None:
-        """Remove the writer record of a deleted session, unless a later writer claimed it
-        meanwhile (a new thread with the same id). Blocking."""
+    def creating(self, thread_id: str) -> AbstractContextManager[None]:
+        """Held while a session is made for ``thread_id`` outside a turn (a fork): one at a
+        time per thread id, so that two cannot both find it free. Nothing to hold where the
+        store has no locks (``s3``)."""
+        return nullcontext()
 
     def checked_repository(self, thread_id: str, writer: Writer | None) -> CheckedRepository:
         """The store's repository, checked, and writing only while ``writer`` holds
@@ -277,7 +278,8 @@ class SessionStore(ABC):
         """Remove the thread's session (its messages, agent state, everything Strands keeps
         for it) through the Strands repository; whether there was one. Safe to repeat.
         With ``writer`` (it claims the session first), an earlier writer still running
-        writes nothing afterwards. Blocking.
+        writes nothing afterwards, nor claims it back: the writer record stays (a time and
+        an attempt's name, nothing of the thread's content). Blocking.
 
         Raises:
             SessionException: the store failed, and the session is still there.
@@ -285,10 +287,7 @@ class SessionStore(ABC):
         """
         if writer is not None:
             self.claim(thread_id, writer)
-        deleted = self._delete_session(thread_id, writer)
-        if writer is not None:
-            self.forget(thread_id, writer)
-        return deleted
+        return self._delete_session(thread_id, writer)
 
     def _delete_session(self, thread_id: str, writer: Writer | None) -> bool:
         with self.writing(thread_id, writer) if writer else nullcontext():
@@ -305,27 +304,34 @@ class SessionStore(ABC):
     def fork_session(self, source: str, target: str, through: int) -> None:
         """Copy messages ``0..through`` of session ``source`` (and its agent, with the
         state it holds now) into a new session ``target``; a copy that fails midway is
-        removed. Blocking.
+        removed. Two copies to one ``target`` at once: one is made, the other raises.
+        Blocking.
 
         Raises:
             ValueError: ``target`` exists already.
             SessionStoreInconsistent: the source does not parse, or has a gap.
         """
-        if self.has_session(target):
-            raise ValueError(f"session {target!r} exists already")
-        repository = CheckedRepository(self.repository())
-        agent = repository.read_agent(source, AGENT_ID)
-        messages = self.read_messages(source)[: through + 1]
-        if agent is None:
-            raise SessionStoreInconsistent(f"the session of thread {source!r} has no agent")
-        try:
-            repository.create_session(Session(session_id=target, session_type=SessionType.AGENT))
-            repository.create_agent(target, SessionAgent.from_dict(agent.to_dict()))
-            for message in messages:
-                repository.create_message(target, AGENT_ID, message)
-        except BaseException:
-            self.delete_session(target)
-            raise
+        with self.creating(target):
+            if self.has_session(target):
+                raise ValueError(f"session {target!r} exists already")
+            repository = CheckedRepository(self.repository())
+            agent = repository.read_agent(source, AGENT_ID)
+            messages = self.read_messages(source)[: through + 1]
+            if agent is None:
+                raise SessionStoreInconsistent(f"the session of thread {source!r} has no agent")
+            try:
+                repository.create_session(
+                    Session(session_id=target, session_type=SessionType.AGENT)
+                )
+            except SessionException:  # made meanwhile, where the store has no lock (s3)
+                raise ValueError(f"session {target!r} exists already") from None
+            try:
+                repository.create_agent(target, SessionAgent.from_dict(agent.to_dict()))
+                for message in messages:
+                    repository.create_message(target, AGENT_ID, message)
+            except BaseException:
+                self.delete_session(target)  # this copy's own: no other could start meanwhile
+                raise
 
     def has_session(self, thread_id: str) -> bool:
         """Whether the store holds a session for ``thread_id`` (read-only)."""
