@@ -145,6 +145,40 @@ async def test_a_worker_frozen_past_its_heartbeat_timeout_writes_nothing_when_it
         assert status == 200 and text_of(more) == "echo: and now?"
 
 
+async def test_a_deletion_whose_turn_dies_before_it_can_stop_still_ends_as_a_deletion(
+    cluster: Cluster,
+) -> None:
+    """The worker dies while the deleted thread's turn is in a tool (the turn never reaches
+    the safe point where it would stop): the run still ends ``ThreadDeleted``, not
+    ``TurnFailed``, and the session goes."""
+    cluster.start_worker("a")
+    url = cluster.start_api("api")
+    call = 'call lookup_flight {"flight":"Z2","delay_seconds":4}'
+    body = run_input("f-delete-dies", "r1", [{"id": "u1", "role": "user", "content": call}], [])
+    deleting: list[asyncio.Task[httpx.Response]] = []
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+
+        async def delete_then_kill(events: list[dict[str, Any]]) -> None:
+            if deleting or not any(e["type"] == "TOOL_CALL_END" for e in events):
+                return
+            deleting.append(asyncio.create_task(http.delete("/threads/f-delete-dies")))
+            while (await http.get("/threads/f-delete-dies")).status_code != 404:
+                await asyncio.sleep(0.05)  # until the deletion is accepted
+            cluster.kill("a")
+            cluster.start_worker("b")
+
+        events, _ = await stream_run(http, "/agents/demo", delete_then_kill, json=body)
+        check_stream(events)
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "ThreadDeleted"
+        assert (await deleting[0]).status_code in (202, 204)
+        for _ in range(300):
+            if not cluster.store.has_session("f-delete-dies"):
+                break
+            await asyncio.sleep(0.1)
+        assert not cluster.store.has_session("f-delete-dies")
+
+
 async def test_worker_restarted_while_waiting_and_a_no_cache_worker_resumes(
     cluster: Cluster,
 ) -> None:

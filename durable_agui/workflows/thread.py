@@ -107,6 +107,10 @@ PATCH_REWIND = "regenerate-and-edit-rewind-the-thread"
 an earlier answer goes back to that answer first (``rewind_to``)."""
 PATCH_METADATA = "thread-title-and-tags"
 """workflow.patched id: a thread keeps a title and tags in its memo."""
+PATCH_CANCELLED_TURN_FAILS = "a-cancelled-turn-that-fails-ends-cancelled"
+"""workflow.patched id: a turn that fails after its run was cancelled or its thread
+deleted (its worker died before it could stop) ends the run cancelled or deleted, not
+``TurnFailed``."""
 PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
 """workflow.patched id: a cancel also stops the write of the answers that precedes a turn
 (one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
@@ -963,6 +967,10 @@ class AgentThreadWorkflow:
             output = await self._turn_activity
         except ActivityError as err:
             self._raise_if_cancelled(err)
+            if self._cancel_requested and workflow.patched(PATCH_CANCELLED_TURN_FAILS):
+                # The cancel was asked for; the turn could not stop at a safe point (its
+                # worker died, its heartbeat timed out). What it wrote is cut by the next.
+                raise _RunCancelled(persisted=False) from err
             raise
         finally:
             self._turn_activity = None

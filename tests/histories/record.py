@@ -27,6 +27,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from durable_agui.activities.reconcile import ReconcileActivities
+from durable_agui.activities.turn import TurnActivities
+from durable_agui.agents.registry import agent_registry
 from durable_agui.core.contract import (
     CancelRequest,
     ContextEntry,
@@ -41,6 +43,8 @@ from durable_agui.core.contract import (
     ThreadMetadata,
     ToolResult,
     ToolResultsRequest,
+    TurnInput,
+    TurnOutput,
     UserInput,
     workflow_id_for,
 )
@@ -344,8 +348,46 @@ async def first_count_fails(env: WorkflowEnvironment, settings: Settings, thread
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
-SLOW_RECONCILE = {"cancel_during_reconcile": SlowReconcile, "first_count_fails": StoreAwayOnce}
-"""Scenarios recorded with another ``reconcile_session`` / ``count_session_messages``."""
+class TurnDiesWhenCancelled(TurnActivities):
+    """Run r1's turn never gets to a safe point: cancelled, it fails instead of stopping,
+    as a turn whose worker died while its cancel was pending does (heartbeat timeout)."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, agent_registry(None, settings.agents))
+
+    @activity.defn(name="run_turn")
+    async def run_turn(self, turn: TurnInput) -> TurnOutput:
+        if turn.run_id != "r1":
+            return await super().run_turn(turn)
+        try:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(0.2)
+        except asyncio.CancelledError:
+            raise ApplicationError("the worker went away", non_retryable=True) from None
+
+
+async def cancelled_turn_fails(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A cancel the turn cannot honour (it fails instead): the run ends cancelled, and the
+    thread's next run answers."""
+    await start_run(env.client, settings, thread, "r1", "hello", [])
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await asyncio.sleep(1)
+    accepted = await handle.execute_update(AgentThreadWorkflow.cancel_run, CancelRequest())
+    assert accepted.outcome == "cancelled", accepted
+    events = await run_events(env.client, thread, "r1")
+    assert events[-1]["outcome"] == {"type": "cancelled"}, events[-1]
+    await start_run(env.client, settings, thread, "r2", "hello again", [])
+    events = await run_events(env.client, thread, "r2")
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+
+
+SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
+    "cancel_during_reconcile": SlowReconcile,
+    "first_count_fails": StoreAwayOnce,
+    "cancelled_turn_fails": TurnDiesWhenCancelled,
+}
+"""Scenarios recorded with some activities replaced (by the object's activities)."""
 
 SCENARIOS: dict[str, Scenario] = {
     "round_trip": round_trip,
@@ -365,6 +407,7 @@ SCENARIOS: dict[str, Scenario] = {
     "idle_expiry": idle_expiry,
     "regenerate": regenerate,
     "metadata": metadata,
+    "cancelled_turn_fails": cancelled_turn_fails,
 }
 
 
@@ -392,7 +435,10 @@ async def record(name: str, scenario: Scenario) -> None:
             else:
                 # The real activities, the session store's side replaced.
                 slow = SLOW_RECONCILE[name](settings)
-                replaced = {"reconcile_session", "count_session_messages"}
+                replaced = {
+                    a for a in ("reconcile_session", "count_session_messages", "run_turn")
+                    if a in type(slow).__dict__
+                }  # fmt: skip
                 activities = [
                     getattr(slow, a.__name__) if a.__name__ in replaced else a
                     for a in thread_activities(settings)
