@@ -6,10 +6,11 @@ download). Screenshots of every step go to ``test-output/`` at the repository ro
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 
 from durable_agui.sessions.file import FileSessionStore
 from tests.browser import shot
@@ -110,6 +111,29 @@ async def test_an_approval_shows_the_call_and_sends_its_note(
         'cancel_booking -> success: {"cancelled": "BK-9", "note": "call me first"}'
     )
     await expect(card).to_have_count(0)
+
+
+async def test_a_message_sent_while_the_page_loads_waits_for_it(
+    page: Page, running_stack: DevStack
+) -> None:
+    """On a slow connection the agents arrive late: Send waits for them (and for the
+    thread), so the message is neither sent to no agent nor drawn over."""
+    arrived = asyncio.Event()
+
+    async def slowly(route: Route) -> None:
+        await arrived.wait()
+        await route.continue_()
+
+    await page.route("**/agents", slowly)
+    await page.goto(f"{running_stack.url}/#thread=page-slow", wait_until="domcontentloaded")
+    await page.fill("#text", "hello")
+    click = asyncio.create_task(page.click("button[type=submit]"))
+    done, _ = await asyncio.wait({click}, timeout=1)
+    assert not done  # Send waits for the page (before, it sent the run to no agent)
+    arrived.set()
+    await click
+    await expect(page.locator(".msg.assistant").last).to_have_text("echo: hello")
+    await expect(page.locator(".msg")).to_have_count(2)
 
 
 async def test_a_new_thread_makes_no_failed_request(page: Page, running_stack: DevStack) -> None:
