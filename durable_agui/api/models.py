@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from ag_ui.core import Message
 from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from durable_agui.core.contract import MAX_TAG, MAX_TAGS, MAX_TITLE, ThreadMetadata, ThreadStatus
+from durable_agui.core.contract import ThreadMetadata, ThreadStatus
 
 
 class CamelModel(BaseModel):
@@ -167,13 +167,8 @@ class ToolResultsOut(CamelModel):
     events_url: str | None = Field(description="SSE stream of the continuation run.")
 
 
-class ThreadMetadataPatch(BaseModel):
+class ThreadMetadataPatch(ThreadMetadata):
     """``PATCH /threads/{id}``: the fields to change (a JSON merge patch, RFC 7396): a field
     left out keeps its value, ``"title": null`` removes the title, ``tags`` replaces them."""
 
     model_config = ConfigDict(extra="forbid")
-
-    title: str | None = Field(default=None, max_length=MAX_TITLE)
-    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
-        default_factory=list, max_length=MAX_TAGS
-    )

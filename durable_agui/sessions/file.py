@@ -76,28 +76,20 @@ class FileSessionStore(SessionStore):
     @contextmanager
     def _locked(self, thread_id: str, mode: int, create: bool) -> Iterator[IO[str] | None]:
         """The thread's writer record, open and locked (``fcntl.LOCK_SH`` or ``LOCK_EX``);
-        ``None`` when there is none and ``create`` is false. Locks the file the path names
-        once locked (a record removed meanwhile is opened again)."""
+        ``None`` when there is none and ``create`` is false. Records are never removed (a
+        deleted thread's stays), so the file locked is the one the path names."""
         path = self._writer_path(thread_id)
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            try:
-                record = open(path, "a+" if create else "r+", encoding="utf-8")  # noqa: SIM115
-            except FileNotFoundError:
-                yield None
-                return
-            with record:
-                fcntl.flock(record, mode)
-                try:
-                    same = os.fstat(record.fileno()).st_ino == os.stat(path).st_ino
-                except FileNotFoundError:
-                    same = False
-                if not same:
-                    continue  # removed (or replaced) while we waited for the lock
-                record.seek(0)
-                yield record
-                return
+        try:
+            record = open(path, "a+" if create else "r+", encoding="utf-8")  # noqa: SIM115
+        except FileNotFoundError:
+            yield None
+            return
+        with record:
+            fcntl.flock(record, mode)
+            record.seek(0)
+            yield record
 
     @contextmanager
     def creating(self, thread_id: str) -> Iterator[None]:

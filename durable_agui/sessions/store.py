@@ -287,9 +287,6 @@ class SessionStore(ABC):
         """
         if writer is not None:
             self.claim(thread_id, writer)
-        return self._delete_session(thread_id, writer)
-
-    def _delete_session(self, thread_id: str, writer: Writer | None) -> bool:
         with self.writing(thread_id, writer) if writer else nullcontext():
             if not self.has_session(thread_id):
                 return False
