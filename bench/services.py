@@ -118,6 +118,8 @@ class Target:
     url: str
     processes: dict[str, int] = field(default_factory=dict)
     """Process role (``worker``, ``api``, ``temporal``, ``app``) -> pid, for memory."""
+    temporal_address: str | None = None
+    """Ours: the Temporal server's address (a thread's history length is read there)."""
 
     def memory_mb(self) -> dict[str, float]:
         return {role: rss_mb(pid) for role, pid in self.processes.items()}
@@ -180,7 +182,7 @@ class OurStack:
         processes = {"worker": self.worker.pid, "api": self.api.pid}
         if temporal is not None:
             processes["temporal"] = temporal.pid
-        return Target("ours", self.url, processes)
+        return Target("ours", self.url, processes, self.server.address)
 
     def stop(self) -> None:
         for process in (self.api, self.worker):

@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_agui.activities import ReconcileActivities, TurnActivities
+from durable_agui.activities.events import EventLogActivities
 from durable_agui.activities.scheduled import ScheduledRunActivities
 from durable_agui.activities.webhook import WebhookActivities
 from durable_agui.agents.registry import AgentsArgument, agent_registry
@@ -29,7 +30,8 @@ def thread_activities(
     settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
     """The activities a worker must register to host threads (``run_turn``,
-    ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``deliver_webhook``,
+    ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``append_events``,
+    ``deliver_webhook``,
     ``send_scheduled_run``), bound to ``settings`` (default: the
     environment's) and ``agents``: an ``AgentRegistry``, a list or dict of
     ``AgentDefinition``s, or an import path as ``load_agents`` takes (default:
@@ -47,6 +49,7 @@ def thread_activities(
         reconcile.reconcile_session,
         reconcile.count_session_messages,
         reconcile.delete_session,
+        EventLogActivities(settings).append_events,
         WebhookActivities(settings).deliver_webhook,
         ScheduledRunActivities(settings).send_scheduled_run,
     ]

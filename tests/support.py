@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -29,6 +30,8 @@ from durable_agui.core.contract import (
     workflow_id_for,
 )
 from durable_agui.core.settings import Settings
+from durable_agui.event_store import event_log
+from durable_agui.event_store.base import read_run
 from durable_agui.sessions import SessionStore
 from durable_agui.workflows import AgentThreadWorkflow
 
@@ -52,6 +55,7 @@ async def start_run(
     tools: list[FrontendTool],
     multitask_strategy: MultitaskStrategy = "enqueue",
     webhook_attempts: int = 0,
+    event_log: bool = False,
 ) -> RunAccepted:
     """Send one user message to ``thread_id`` (creating it), as the API does."""
     return await client.execute_update_with_start_workflow(
@@ -73,6 +77,7 @@ async def start_run(
                 webhook_attempts=webhook_attempts,
                 idle_ttl_s=settings.thread_ttl_s,
                 idle_ttl_removes_session=settings.thread_ttl_removes_session,
+                event_log=event_log,
             ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -91,6 +96,22 @@ async def run_events(client: Client, thread_id: str, run_id: str) -> list[dict[s
             check_stream(events)
             return events
     raise AssertionError("stream ended without a terminal event")
+
+
+async def logged_run_events(
+    settings: Settings, thread_id: str, run_id: str
+) -> list[dict[str, Any]]:
+    """Every AG-UI event of run ``run_id`` in the event log, once it holds its terminal event
+    (read every 10 ms, for at most 30 s)."""
+    log = event_log(settings)
+    assert log is not None
+    for _ in range(3000):
+        events = [e.data for e in read_run(log, thread_id, run_id)]
+        if events and events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            check_stream(events)
+            return events
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"run {run_id} has no terminal event in the log")
 
 
 async def thread_state(client: Client, thread_id: str) -> ThreadState:

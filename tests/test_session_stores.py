@@ -255,10 +255,10 @@ def test_migrations_from_several_processes_at_once(
         tables = set(inspect(engine).get_table_names())
         assert {
             "strands_session", "strands_agent", "strands_message",
-            "durable_agui_session_writer", VERSION_TABLE,
+            "durable_agui_session_writer", "durable_agui_event", VERSION_TABLE,
         } <= tables  # fmt: skip
         with engine.connect() as connection:
-            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0002"
+            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0003"
     finally:
         engine.dispose()
 

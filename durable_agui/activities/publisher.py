@@ -13,8 +13,11 @@ from ag_ui.core import BaseEvent, CustomEvent
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from durable_agui.core.contract import event_to_wire, run_topic
+from durable_agui.core.contract import LoggedRunEvent, event_to_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.event_store import EventLog, LogEntry, LoggedEvent
+from durable_agui.event_store.base import read_run
+from durable_agui.sessions.store import SessionStore, Writer
 from durable_agui.translation.open_parts import OpenParts
 
 MAX_SIGNAL_BYTES = 256_000
@@ -40,12 +43,32 @@ class RunEventPublisher:
     ``flush()`` itself instead of entering the client's context manager: on Python 3.11 that
     manager's flusher is stopped by cancelling an ``asyncio.wait_for``, which can swallow the
     cancellation (CPython gh-86296) and leave the activity waiting forever.
+
+    With ``log``, events are appended to the event log under thread ``session_id``
+    instead (one transaction per flush); from ``fence(...)`` on, each append checks that
+    this attempt still holds the session (``SessionStore.writing``). A failed append fails
+    the turn at its next event (the retry says ``turn_retried``): nothing is dropped
+    silently.
     """
 
-    def __init__(self, run_id: str, interval: timedelta) -> None:
-        self._stream = WorkflowStreamClient.from_within_activity(batch_interval=interval)
+    def __init__(
+        self,
+        run_id: str,
+        interval: timedelta,
+        log: EventLog | None = None,
+        session_id: str = "",
+    ) -> None:
+        self._log = log
+        self._session_id = session_id
+        self._fence: tuple[SessionStore, Writer] | None = None
+        self._failure: BaseException | None = None
+        self._stream = (
+            WorkflowStreamClient.from_within_activity(batch_interval=interval)
+            if log is None
+            else None
+        )
         self._run_id = run_id
-        self._topic = self._stream.topic(run_topic(run_id))
+        self._topic = None if self._stream is None else self._stream.topic(run_topic(run_id))
         self._interval = interval.total_seconds()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -62,12 +85,8 @@ class RunEventPublisher:
         ``turn_retried`` tells the client that the output that follows replaces it.
         """
         still_open = OpenParts()
-        client = activity.client()
-        handle = client.get_workflow_handle(activity.info().workflow_id or "")
         try:
-            state = await read_thread(handle, None)
-            start = state.run_start_offsets.get(self._run_id, 0)
-            logged = await read_run_events(client, handle, state, self._run_id, start)
+            logged = await self.logged()
         except Exception as err:  # a busy thread: the retry marker still tells the client
             activity.logger.warning("could not read the earlier attempt's events: %s", err)
             logged = []
@@ -77,7 +96,31 @@ class RunEventPublisher:
             self.publish(end)
         self.publish(CustomEvent(name="turn_retried", value={"attempt": attempt}), flush_now=True)
 
+    async def logged(self) -> list[LoggedEvent]:
+        """The run's events published so far (by every attempt), in order."""
+        if self._log is not None:
+            return await asyncio.to_thread(read_run, self._log, self._session_id, self._run_id)
+        client = activity.client()
+        handle = client.get_workflow_handle(activity.info().workflow_id or "")
+        state = await read_thread(handle, None)
+        start = state.run_start_offsets.get(self._run_id, 0)
+        return await read_run_events(client, handle, state, self._run_id, start)
+
+    async def write_prelude(self, prelude: list[LoggedRunEvent]) -> None:
+        """Append the thread's own events of the run (``TurnInput.prelude``) before the
+        turn's, at once; keyed, so what is already there is not appended again."""
+        if self._log is None or not prelude:
+            return
+        entries = [LogEntry(e.run_id, e.data, e.key) for e in prelude]
+        await asyncio.to_thread(self._log.append, self._session_id, entries)
+
+    def fence(self, store: SessionStore, writer: Writer) -> None:
+        """From now on, append only while ``writer`` holds the session."""
+        self._fence = (store, writer)
+
     def publish(self, event: BaseEvent, *, flush_now: bool = False) -> None:
+        if self._failure is not None:
+            raise self._failure
         wire = event_to_wire(event)
         if wire["type"] == "TEXT_MESSAGE_CONTENT":
             self._add_text(wire)
@@ -108,6 +151,11 @@ class RunEventPublisher:
         """Send what waits, in signals of at most ``MAX_SIGNAL_BYTES``."""
         async with self._flush_lock:
             batch, self._pending, self._pending_bytes = self._pending, [], 0
+            if self._log is not None:
+                if batch:
+                    await asyncio.to_thread(self._append, batch)
+                return
+            assert self._stream is not None and self._topic is not None
             size = 0
             for wire in batch:
                 if size and size + _size(wire) > MAX_SIGNAL_BYTES:
@@ -116,6 +164,16 @@ class RunEventPublisher:
                 self._topic.publish(wire)
                 size += _size(wire)
             await self._stream.flush()
+
+    def _append(self, batch: list[dict[str, Any]]) -> None:
+        assert self._log is not None
+        entries = [LogEntry(self._run_id, wire) for wire in batch]
+        if self._fence is None:
+            self._log.append(self._session_id, entries)
+            return
+        store, writer = self._fence
+        with store.writing(self._session_id, writer):
+            self._log.append(self._session_id, entries)
 
     async def _flush_periodically(self) -> None:
         while not self._stopping:
@@ -126,7 +184,12 @@ class RunEventPublisher:
                 with contextlib.suppress(asyncio.CancelledError):
                     await waker
             self._wake.clear()
-            await self._flush()
+            try:
+                await self._flush()
+            except Exception as err:  # the turn fails at its next event, or at its end
+                activity.logger.warning("appending run %s's events failed: %s", self._run_id, err)
+                self._failure = err
+                return
 
     async def __aenter__(self) -> RunEventPublisher:
         self._flusher = asyncio.create_task(self._flush_periodically())
@@ -142,4 +205,8 @@ class RunEventPublisher:
         self._wake.set()
         if self._flusher is not None:
             await self._flusher
+        if self._failure is not None:
+            if exc is None:
+                raise self._failure
+            return  # the turn's own failure says more
         await self._flush()

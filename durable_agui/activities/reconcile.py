@@ -30,6 +30,7 @@ from durable_agui.core.contract import (
     UserInput,
 )
 from durable_agui.core.settings import Settings
+from durable_agui.event_store import event_log
 from durable_agui.sessions import (
     STORE_ERRORS,
     SessionStore,
@@ -155,11 +156,16 @@ class ReconcileActivities:
 
     @activity.defn(name="delete_session")
     async def delete_session(self, session_id: str) -> bool:
-        """Remove the thread's session from the store; whether there was one (safe to
-        retry: a session already gone is not an error)."""
+        """Remove the thread's session from the store, and its events from the event log;
+        whether there was a session (safe to retry: a session already gone is not an
+        error)."""
         store = session_store(self._settings)
+        log = event_log(self._settings)
         with store_errors_as_application_errors():
-            return await asyncio.to_thread(store.delete_session, session_id, attempt_writer())
+            deleted = await asyncio.to_thread(store.delete_session, session_id, attempt_writer())
+            if log is not None:  # its events go too; followers see the tombstone
+                await asyncio.to_thread(log.delete, session_id)
+            return deleted
 
     @activity.defn(name="reconcile_session")
     async def reconcile_session(self, request: ReconcileInput) -> ReconcileOutput:

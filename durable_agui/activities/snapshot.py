@@ -11,7 +11,7 @@ from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.core.contract import STREAMED_MESSAGE_ID, TurnInput
-from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.core.event_log import read_thread
 from durable_agui.sessions import SessionStore
 from durable_agui.translation.transcript import to_agui_messages
 
@@ -44,6 +44,22 @@ def prompt_id(index: int, k: int) -> str:
     return f"m{index}" if k == 0 else f"m{index}.{k}"
 
 
+async def _ids_from_thread() -> tuple[dict[str, str], set[str]]:
+    """The thread's wire -> native ids and its pending calls' native ids, read from it (a
+    turn scheduled before ``TurnInput.tool_call_ids``)."""
+    handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
+    try:
+        state = await read_thread(handle, None)
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        details = activity.cancellation_details()
+        if details and details.cancel_requested:
+            # The person's cancel came while the thread was read: the turn is cancelled
+            # (before anything was written), not failed.
+            raise asyncio.CancelledError from None
+        raise
+    return state.tool_call_ids, {call.native_id for call in state.pending_tool_calls}
+
+
 async def snapshot_if_stale(
     turn: TurnInput, store: SessionStore, session_id: str, start: int, events: RunEventPublisher
 ) -> None:
@@ -56,29 +72,19 @@ async def snapshot_if_stale(
     """
     if turn.transcript_anchor is None:
         return
-    client = activity.client()
-    handle = client.get_workflow_handle(activity.info().workflow_id or "")
-    try:
-        state = await read_thread(handle, None)
-    except WorkflowUpdateRPCTimeoutOrCancelledError:
-        details = activity.cancellation_details()
-        if details and details.cancel_requested:
-            # The person's cancel came while the thread was read: the turn is cancelled
-            # (before anything was written), not failed.
-            raise asyncio.CancelledError from None
-        raise
+    if turn.tool_call_ids is not None:  # the thread handed its ids over with the turn
+        tool_call_ids, pending = turn.tool_call_ids, set[str]()
+    else:
+        tool_call_ids, pending = await _ids_from_thread()
     stored = await asyncio.to_thread(store.read_messages, session_id)
     history = to_agui_messages(
-        stored[:start],
-        {native: wire for wire, native in state.tool_call_ids.items()},
-        {call.native_id for call in state.pending_tool_calls},
+        stored[:start], {native: wire for wire, native in tool_call_ids.items()}, pending
     )
     stale = transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id)
     if not stale and not turn.rewound:
         return
     if activity.info().attempt > 1:
-        begin = state.run_start_offsets.get(turn.run_id, 0)
-        logged = await read_run_events(client, handle, state, turn.run_id, begin)
+        logged = await events.logged()
         if any(item.data["type"] == "MESSAGES_SNAPSHOT" for item in logged):
             return
     prompt: list[Message] = [

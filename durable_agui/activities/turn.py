@@ -19,6 +19,7 @@ from strands.types.tools import AgentTool, ToolResult
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agui.activities.events import required_log
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
@@ -485,17 +486,20 @@ class TurnActivities:
         )
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
+        session_id = turn.session_id or turn.thread_id
+        log = required_log(self._settings) if turn.event_log else None
         with store_errors_as_application_errors():
-            async with RunEventPublisher(turn.run_id, interval) as events:
+            async with RunEventPublisher(turn.run_id, interval, log, session_id) as events:
+                await events.write_prelude(turn.prelude)  # RUN_STARTED, before the turn's
                 # First, before anything can fail: an earlier attempt's open messages are
                 # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
-                session_id = turn.session_id or turn.thread_id
                 # From here on an earlier attempt still running (the server gave it up while
                 # it was away) writes nothing: each write checks who holds the session.
                 writer = attempt_writer()
                 await asyncio.to_thread(store.claim, session_id, writer)
+                events.fence(store, writer)
                 start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id, writer)

@@ -41,7 +41,7 @@ from temporalio.client import Client
 
 from durable_agui.agents.definition import PredictState
 from durable_agui.api.history import store_errors_as_http
-from durable_agui.api.streaming import RunWindow, run_event_frames
+from durable_agui.api.streaming import RunWindow, log_end, run_event_frames, run_source
 from durable_agui.core.contract import ThreadState, ToolResult
 from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings
@@ -185,9 +185,9 @@ async def connect_frames(
         yield encoder.encode(StateSnapshotEvent(snapshot=shared))
 
     if state is not None and joined is not None:
-        frames = run_event_frames(
-            client, settings, workflow_id, joined, RunWindow.of(state, joined)
-        )
+        since = await log_end(settings, state.session_id) if state.event_log else 0
+        source = run_source(client, settings, workflow_id, state.session_id, state.event_log, since)
+        frames = run_event_frames(source, settings, joined, RunWindow.of(state, joined))
 
         async def joining() -> AsyncIterator[str]:
             first = True

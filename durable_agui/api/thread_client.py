@@ -63,6 +63,9 @@ from durable_agui.core.contract import (
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import owned_thread_id, visibility_query
+from durable_agui.event_store import LoggedEvent, event_log
+from durable_agui.event_store.base import read_run
+from durable_agui.sessions.store import STORE_ERRORS
 
 WORKFLOW_TYPE = "AgentThreadWorkflow"
 ROLLOVER_RETRIES = 25
@@ -164,6 +167,7 @@ def _start_operation(
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
             idle_ttl_s=settings.thread_ttl_s,
             idle_ttl_removes_session=settings.thread_ttl_removes_session,
+            event_log=event_log(settings) is not None,
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -315,8 +319,26 @@ async def list_threads(
     return found
 
 
+async def run_events_so_far(
+    client: Client, settings: Settings, thread_id: str, principal: str, state: ThreadState
+) -> list[LoggedEvent]:
+    """The events the run in progress (``state.current_run_id``) has published so far.
+
+    Raises:
+        temporalio.service.RPCError, temporalio.client.WorkflowUpdateFailedError: the
+            workflow stream could not be read; ``STORE_ERRORS``: the event log could not.
+    """
+    run_id = state.current_run_id or ""
+    log = event_log(settings) if state.event_log else None
+    if log is not None:
+        return await asyncio.to_thread(read_run, log, state.session_id, run_id)
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
+    begin = state.run_start_offsets.get(run_id, 0)
+    return await read_run_events(client, handle, state, run_id, begin)
+
+
 async def with_early_answers(
-    client: Client, thread_id: str, request: RunRequest
+    client: Client, settings: Settings, thread_id: str, request: RunRequest
 ) -> RunRequest | None:
     """``request`` with its answers to calls the run in progress has streamed, but not yet
     handed to the thread (its turn has not ended), moved to ``early_tool_results``; ``None``
@@ -330,11 +352,11 @@ async def with_early_answers(
     run_id = state.current_run_id
     if run_id is None or not request.frontend_tools:
         return None
-    handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
-    begin = state.run_start_offsets.get(run_id, 0)
     try:
-        logged = await read_run_events(client, handle, state, run_id, begin)
+        logged = await run_events_so_far(client, settings, thread_id, request.principal, state)
     except (RPCError, WorkflowUpdateFailedError):
+        return None
+    except STORE_ERRORS:
         return None
     frontend = {tool.name for tool in request.frontend_tools}
     streaming = {

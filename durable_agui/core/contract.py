@@ -291,6 +291,8 @@ class RunAccepted(BaseModel):
     """Offset after the stream's last event when the run was accepted."""
     finished: bool = False
     """The run had already finished (a retried POST): its events are all before ``stream_end``."""
+    event_log: bool = False
+    """The run's events are in the event log (offsets are the log's), not in the stream."""
 
 
 class ToolResultsRequest(BaseModel):
@@ -408,6 +410,16 @@ class ApprovedCall(BaseModel):
     payload: Any = None
 
 
+class LoggedRunEvent(BaseModel):
+    """One of the thread's own events for the event log: ``data`` (an AG-UI event as a
+    JSON object) of run ``run_id``, under idempotency key ``key`` (``<run>:<n>``, the n-th
+    event the thread published for the run)."""
+
+    run_id: str
+    key: str
+    data: dict[str, Any]
+
+
 class ThreadState(BaseModel):
     """The thread's bookkeeping, as the ``state`` query returns it.
 
@@ -439,6 +451,13 @@ class ThreadState(BaseModel):
     """Messages the thread recorded in its session after its last turn (``None``: none yet)."""
     webhook_failures: list[WebhookFailure] = Field(default_factory=list)
     metadata: ThreadMetadata | None = None
+    event_log: bool = False
+    """The thread's events are in the event log (``ThreadInput.event_log``): read them
+    there; ``stream_end`` and ``run_start_offsets`` are then the stream's, unused."""
+    unlogged_events: list[LoggedRunEvent] = Field(default_factory=list)
+    """The thread's own events not in the event log yet (their write is under way, or waits
+    for the log's store to come back), in order: a reader that does not find a run's end in
+    the log finds it here."""
 
 
 class BatchState(BaseModel):
@@ -620,6 +639,16 @@ class ThreadInput(BaseModel):
     ``threadId`` starts a new workflow that continues it)."""
     carry: ThreadCarry | None = None
     stream_state: WorkflowStreamState | None = None
+    event_log: bool = False
+    """The thread's events go to the event log (``durable_agui.event_store``), not to its
+    workflow stream; threads started before the log (``False``) keep the stream."""
+
+
+class AppendInput(BaseModel):
+    """Input of the ``append_events`` local activity: the thread's own events, in order."""
+
+    session_id: str
+    events: list[LoggedRunEvent]
 
 
 class TurnInput(BaseModel):
@@ -653,6 +682,15 @@ class TurnInput(BaseModel):
     history it goes on from, whatever the client's transcript."""
     last_turn_run_id: str | None = None
     """``ThreadCarry.last_turn_run_id`` when this turn started."""
+    event_log: bool = False
+    """Append the turn's events to the event log (``ThreadInput.event_log``)."""
+    tool_call_ids: dict[str, str] | None = None
+    """The thread's wire -> native ids when the turn started (its batch is closed then), for
+    a ``MESSAGES_SNAPSHOT``; ``None`` (turns scheduled before it): read from the thread."""
+    prelude: list[LoggedRunEvent] = Field(default_factory=list)
+    """The thread's own events of the run so far (``RUN_STARTED``, results it closed a
+    batch with), appended before the turn's: the first text does not wait for a write of
+    the workflow's. Keyed, so a retry or the workflow's later write adds none twice."""
 
 
 class TurnOutput(BaseModel):

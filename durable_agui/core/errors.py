@@ -48,6 +48,10 @@ class ErrorType(StrEnum):
     """An activity attempt the Temporal server gave up on (its heartbeat timed out while the
     server was away) found a later attempt writing the session: it stops without writing.
     Its result is not used; the later attempt's is."""
+    EVENT_LOG_UNAVAILABLE = "EventLogUnavailable"
+    """The thread keeps its events in the event log and this worker has none (its
+    ``DURABLE_AGUI_EVENT_LOG`` or session store differs from the API's): the run ends with
+    ``RUN_ERROR``."""
     INVALID_TOOL_CALL = "InvalidToolCall"
     """The model produced a tool call this server cannot track (an over-long id)."""
     ROLLING_OVER = "ThreadRollingOver"

@@ -15,7 +15,6 @@ in ``tests/histories/upstream`` shows it). So reads go through workflow tasks li
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -25,18 +24,11 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import ErrorType, ReadRequest, ThreadState, run_topic
+from durable_agui.event_store.base import LoggedEvent
 
 POLL_UPDATE = "__temporal_workflow_stream_poll"
 READ_TIMEOUT = timedelta(seconds=15)
 """Longest a read waits for a worker to take its workflow task."""
-
-
-@dataclass(frozen=True)
-class LoggedEvent:
-    """An AG-UI event (as published, a JSON object) and its stream offset."""
-
-    offset: int
-    data: dict[str, Any]
 
 
 async def read_thread(handle: WorkflowHandle[Any, Any], principal: str | None) -> ThreadState:
@@ -90,7 +82,7 @@ async def read_run_events(
         )
         for item in page.items:
             payload = Payload.FromString(base64.b64decode(item.data))
-            events.append(LoggedEvent(item.offset, converter.from_payload(payload)))
+            events.append(LoggedEvent(item.offset, converter.from_payload(payload), run_id))
         if page.next_offset <= offset:
             break
         offset = page.next_offset

@@ -145,7 +145,18 @@ class Settings(BaseSettings):
     runs as many asks for no more (Temporal's ``max_concurrent_activities``)."""
 
     stream_batch_interval_ms: int = 50
-    """How long an activity buffers AG-UI events before publishing them to the workflow."""
+    """How long an activity buffers AG-UI events before appending them to the event log
+    (or publishing them to the workflow's stream)."""
+    event_log: Literal["store", "workflow"] = "store"
+    """Where threads started from now on keep their AG-UI events: ``store``, the event log
+    beside the session store (a SQLite file in the file store's directory, a table in the
+    PostgreSQL database; ``durable_agui.event_store``); ``workflow``, the thread's workflow
+    stream in Temporal's history (what the S3 store always uses). Threads keep the one they
+    started with."""
+    event_log_poll_ms: int = Field(default=10, ge=1, le=1000)
+    """How often an API that follows a run checks the SQLite event log for new events
+    (milliseconds; PostgreSQL notifies instead, and this bounds a reread after a lost
+    notification)."""
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 

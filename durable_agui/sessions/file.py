@@ -60,12 +60,13 @@ class FileSessionStore(SessionStore):
         return str(self.sessions_dir)
 
     def snapshot(self) -> dict[str, Any]:
-        """Every file under ``sessions_dir``, writer records aside: path -> bytes."""
+        """Every file under ``sessions_dir``, writer records and the event log aside: path ->
+        bytes."""
         files = sorted(self.sessions_dir.rglob("*"))
         return {
             str(path): path.read_bytes()
             for path in files
-            if path.is_file() and path.parent.name != WRITERS
+            if path.is_file() and path.parent.name != WRITERS and not path.name.startswith(".")
         }
 
     def _writer_path(self, thread_id: str) -> Path:

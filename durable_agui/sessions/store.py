@@ -12,6 +12,7 @@ thread's newest messages, in its own layout.
 
 from __future__ import annotations
 
+import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -29,8 +30,13 @@ from durable_agui.core.contract import AGENT_ID
 
 T = TypeVar("T")
 
-STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, BotoCoreError, ClientError)
-"""What the ``postgres`` and ``s3`` stores raise when they cannot be reached or refuse a
+STORE_ERRORS: tuple[type[Exception], ...] = (
+    SQLAlchemyError,
+    BotoCoreError,
+    ClientError,
+    sqlite3.Error,
+)
+"""What the ``postgres`` and ``s3`` stores (and the SQLite event log) raise when they cannot be reached or refuse a
 call: the API answers 503 ``SessionStoreUnavailable``, the activities fail (and retry) with
 that type, and neither passes the driver's text (hosts, ports) to clients."""
 

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
         HEARTBEAT_TIMEOUT,
+        AppendInput,
         ApprovedCall,
         ErrorType,
         NativeToolResult,
@@ -103,6 +104,37 @@ async def count_session_messages(session_id: str) -> int:
             raise  # recorded before the patch: this failed the thread
         raise LocalActivityFailed(err) from err
     return count
+
+
+APPEND_TIMEOUT = timedelta(seconds=10)
+APPEND_ONCE_TIMEOUT = timedelta(seconds=5)
+APPEND_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
+"""Without limit: a run's end is written as soon as the event log is back (its readers
+wait for it; nothing is lost)."""
+
+
+async def append_events(request: AppendInput, once: bool = False) -> None:
+    """Append the thread's own events to the event log (``durable_agui.event_store``).
+
+    A local activity, within the workflow task that published them: no task round trip.
+    Idempotent (each event has its key), so a retry, or a turn that wrote some of them
+    first, adds none twice. ``once``: one attempt of at most ``APPEND_ONCE_TIMEOUT``
+    (else retried until the log takes it, ``APPEND_RETRY``).
+
+    Raises:
+        ApplicationError, temporalio.exceptions.ActivityError, TimeoutError: ``once``, and
+            the attempt failed.
+    """
+    await workflow.execute_local_activity(
+        "append_events",
+        request,
+        start_to_close_timeout=APPEND_ONCE_TIMEOUT if once else APPEND_TIMEOUT,
+        retry_policy=RetryPolicy(maximum_attempts=1) if once else APPEND_RETRY,
+        # Waits longer than a second between attempts are timers: the workflow task does
+        # not stay open, so reads and cancels are answered while the log is away.
+        local_retry_threshold=timedelta(seconds=1),
+        summary="append the run's events",
+    )
 
 
 async def delete_session(session_id: str) -> None:

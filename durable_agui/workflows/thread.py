@@ -38,12 +38,14 @@ with workflow.unsafe.imports_passed_through():
         STREAMED_MESSAGE_ID,
         THREAD_LAST_ACTIVITY,
         THREAD_STATUS,
+        AppendInput,
         ApprovedCall,
         CancelAccepted,
         CancelRequest,
         ClosedReason,
         DeleteRequest,
         ErrorType,
+        LoggedRunEvent,
         MetadataRequest,
         ReadRequest,
         ReconcileInput,
@@ -174,6 +176,12 @@ class AgentThreadWorkflow:
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
         self._stream = WorkflowStream(prior_state=start.stream_state)
+        # With the event log, the thread's own events wait here for their write: handed to
+        # the run's turn (it appends them first), and appended at the run's end.
+        self._event_log = start.event_log
+        self._outbox: list[LoggedRunEvent] = []
+        self._flushing = False  # _append_outbox is under way
+        self._published: dict[str, int] = {}  # events published per run (their keys)
 
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
@@ -225,6 +233,7 @@ class AgentThreadWorkflow:
         if self._book.queue:
             return False
         self._rolling_over = True  # runs and answers: ThreadRollingOver, the API retries
+        await self._events_appended()
         if self._start.idle_ttl_removes_session:
             await steps.delete_session(self._session_id)
         self._stream.detach_pollers()
@@ -253,6 +262,7 @@ class AgentThreadWorkflow:
         self._rolling_over = True
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._events_appended()  # the outbox is not carried
         # The new run keeps the events of the last few runs, for clients that reconnect;
         # the thread is idle, so no subscriber is still waiting for an older run's end.
         kept = recent(self._book.run_start_offsets, KEEP_RUN_EVENTS)
@@ -317,6 +327,8 @@ class AgentThreadWorkflow:
             message_count=self._book.message_count,
             webhook_failures=self._book.webhook_failures,
             metadata=self._book.metadata,
+            event_log=self._event_log,
+            unlogged_events=self._outbox,
         )
 
     @workflow.query
@@ -357,6 +369,7 @@ class AgentThreadWorkflow:
                 from_offset=book.run_start_offsets.get(request.run_id, end),
                 stream_end=end,
                 finished=request.run_id in book.finished_run_ids,
+                event_log=self._event_log,
             )
         if request.digest:
             book.run_digests = recent(
@@ -395,6 +408,7 @@ class AgentThreadWorkflow:
             acknowledged_tool_call_ids=acknowledged,
             from_offset=end,
             stream_end=end,
+            event_log=self._event_log,
         )
 
     def _interrupt(self, *, rollback: bool) -> None:
@@ -614,6 +628,8 @@ class AgentThreadWorkflow:
             )
             self._publish(run.run_id, deleted_event())
         self._book.queue = []
+        await self._flush_events()
+        await self._events_appended()  # the runs' ends reach their readers, then all goes
         await steps.delete_session(self._session_id)
         self._deleted = True
         await workflow.wait_condition(lambda: self._deliveries == 0)
@@ -724,7 +740,47 @@ class AgentThreadWorkflow:
         data = event_to_wire(event)
         if data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
             self._terminal_events[run_id] = data
-        self._stream.topic(run_topic(run_id)).publish(data)
+        if not self._event_log:
+            self._stream.topic(run_topic(run_id)).publish(data)
+            return
+        n = self._published.get(run_id, 0)
+        self._published[run_id] = n + 1
+        self._outbox.append(LoggedRunEvent(run_id=run_id, key=f"{run_id}:{n}", data=data))
+
+    async def _flush_events(self) -> None:
+        """Append what the thread published to the event log: at once, within this workflow
+        task (one local activity attempt, no task round trip). A log that refuses holds
+        nothing up: the write goes on in the background until the log is back, and the API
+        reads what waits here from the thread's state meanwhile
+        (``ThreadState.unlogged_events``)."""
+        if not self._outbox or self._flushing:
+            return
+        events = list(self._outbox)
+        try:
+            await steps.append_events(
+                AppendInput(session_id=self._session_id, events=events), once=True
+            )
+        except (ActivityError, ApplicationError, TimeoutError):
+            self._flushing = True
+            self._background.add(asyncio.create_task(self._append_outbox()))
+            return
+        self._outbox = self._outbox[len(events) :]
+
+    async def _append_outbox(self) -> None:
+        try:
+            while self._outbox:
+                events = list(self._outbox)
+                await steps.append_events(AppendInput(session_id=self._session_id, events=events))
+                self._outbox = self._outbox[len(events) :]
+        finally:
+            self._flushing = False
+            self._background = {task for task in self._background if not task.done()}
+
+    async def _events_appended(self) -> None:
+        """Wait until the event log holds every event the thread published (no wait at all
+        when it does: the paths before the log yield exactly as they did)."""
+        if self._outbox or self._flushing:
+            await workflow.wait_condition(lambda: not self._outbox and not self._flushing)
 
     # -- webhooks ---------------------------------------------------------------------------
 
@@ -805,6 +861,7 @@ class AgentThreadWorkflow:
 
     async def _execute(self, run: RunRequest) -> None:
         restore = (self._book.message_count, self._book.last_turn_run_id)
+        self._published = {}  # only the run in progress publishes
         self._book.run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
         self._show_status()
@@ -865,6 +922,7 @@ class AgentThreadWorkflow:
             # its messages again under the same ids.
             self._forget_messages(run)
         finally:
+            await self._flush_events()
             self._current_run_id = None
             self._show_status()
             finished = [*self._book.finished_run_ids, run.run_id]
@@ -961,6 +1019,9 @@ class AgentThreadWorkflow:
                 transcript_anchor=run.transcript_anchor,
                 rewound=run.rewind_to is not None,
                 last_turn_run_id=book.last_turn_run_id,
+                event_log=self._event_log,
+                prelude=[e for e in self._outbox if e.run_id == run.run_id],
+                tool_call_ids=self._batch.state.tool_call_ids,
             )
         )
         try:

@@ -52,7 +52,13 @@ from durable_agui.core.settings import Settings
 from durable_agui.worker import build_worker, thread_activities, thread_workflows
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import BIN
-from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING, run_events, start_run
+from tests.support import (
+    CHOOSE_SEAT,
+    CONFIRM_BOOKING,
+    logged_run_events,
+    run_events,
+    start_run,
+)
 from tests.webhook_receiver import WebhookReceiver
 
 HERE = Path(__file__).parent
@@ -190,6 +196,32 @@ async def deletion(env: WorkflowEnvironment, settings: Settings, thread: str) ->
     slow = 'call lookup_flight {"flight":"D2","delay_seconds":2}'
     await start_run(env.client, settings, thread, "r1", slow, [])
     await start_run(env.client, settings, thread, "r2", "hello", [])
+    await asyncio.sleep(1)
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.execute_update(AgentThreadWorkflow.delete_thread, DeleteRequest())
+    await handle.result()
+
+
+async def event_log(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread that keeps its events in the event log: a round trip (the turn appends the
+    run's RUN_STARTED first, the ``append_events`` local activity its end), then a deletion
+    with a run queued behind a backend tool (their ends appended before the session goes)."""
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING],
+        event_log=True,
+    )  # fmt: skip
+    events = await logged_run_events(settings, thread, "r1")
+    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    await env.client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(
+            run_id="r2", results=[ToolResult(tool_call_id=wire_id, content='{"ok":true}')]
+        ),
+    )
+    await logged_run_events(settings, thread, "r2")
+    slow = 'call lookup_flight {"flight":"D2","delay_seconds":2}'
+    await start_run(env.client, settings, thread, "r3", slow, [], event_log=True)
+    await start_run(env.client, settings, thread, "r4", "hello", [], event_log=True)
     await asyncio.sleep(1)
     handle = env.client.get_workflow_handle(workflow_id_for(thread))
     await handle.execute_update(AgentThreadWorkflow.delete_thread, DeleteRequest())
@@ -408,6 +440,7 @@ SCENARIOS: dict[str, Scenario] = {
     "regenerate": regenerate,
     "metadata": metadata,
     "cancelled_turn_fails": cancelled_turn_fails,
+    "event_log": event_log,
 }
 
 

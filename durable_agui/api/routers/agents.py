@@ -24,9 +24,15 @@ from durable_agui.api.limits import (
     thread_metadata,
 )
 from durable_agui.api.run_input import run_request
-from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
+from durable_agui.api.streaming import (
+    RunWindow,
+    log_end,
+    run_event_frames,
+    run_source,
+    sse_response,
+)
 from durable_agui.api.thread_client import submit_run, thread_state, with_early_answers
-from durable_agui.core.contract import ErrorType, workflow_id_for
+from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
 
 router = APIRouter(tags=["agents"])
 
@@ -197,12 +203,19 @@ async def run_agent(
         # (a card answered while a backend tool of its batch still runs): taken after it.
         if not _is_unknown_call(refused) or not request.tool_results:
             raise
-        early = await with_early_answers(client, thread_id, request)
+        early = await with_early_answers(client, settings, thread_id, request)
         if early is None:
             raise
         accepted = await submit_run(client, settings, thread_id, early)
-    window = RunWindow(
-        start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
-    )
     workflow_id = workflow_id_for(thread_id, principal)
-    return sse_response(run_event_frames(client, settings, workflow_id, accepted.run_id, window))
+    session_id = session_id_for(thread_id, principal)
+    # After the thread took the run: a deletion's tombstone from before is not its end.
+    since = await log_end(settings, session_id) if accepted.event_log else 0
+    if accepted.event_log:
+        window = RunWindow(start=0, end=0, finished=accepted.finished)
+    else:
+        window = RunWindow(
+            start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
+        )
+    source = run_source(client, settings, workflow_id, session_id, accepted.event_log, since)
+    return sse_response(run_event_frames(source, settings, accepted.run_id, window))

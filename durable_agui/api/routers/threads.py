@@ -41,7 +41,13 @@ from durable_agui.api.models import (
 )
 from durable_agui.api.routers.schedules import delete_thread_schedules
 from durable_agui.api.run_input import content_json
-from durable_agui.api.streaming import RunWindow, run_event_frames, sse_response
+from durable_agui.api.streaming import (
+    RunWindow,
+    log_end,
+    run_event_frames,
+    run_source,
+    sse_response,
+)
 from durable_agui.api.thread_client import (
     cancel_run,
     delete_thread,
@@ -292,16 +298,19 @@ async def get_run_events(
                 400, ErrorType.INVALID_LAST_EVENT_ID, "Last-Event-ID must be an event id (digits)"
             )
         resume_from = int(last_event_id) + 1
-        if resume_from > state.stream_end:
-            raise api_error(
-                400,
-                ErrorType.INVALID_LAST_EVENT_ID,
-                f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
-                f"(its last event id is {state.stream_end - 1})",
-            )
+    since = await log_end(settings, state.session_id) if state.event_log else 0
+    end = since if state.event_log else state.stream_end
+    if resume_from > end:
+        raise api_error(
+            400,
+            ErrorType.INVALID_LAST_EVENT_ID,
+            f"Last-Event-ID {last_event_id} is past the end of the thread's stream "
+            f"(its last event id is {end - 1})",
+        )
     window = RunWindow.of(state, run_id, resume_from)
     workflow_id = workflow_id_for(thread_id, principal)
-    return sse_response(run_event_frames(client, settings, workflow_id, run_id, window))
+    source = run_source(client, settings, workflow_id, state.session_id, state.event_log, since)
+    return sse_response(run_event_frames(source, settings, run_id, window))
 
 
 @router.post(

@@ -1,0 +1,72 @@
+"""The event log: every AG-UI event of a thread's runs, outside Temporal's history.
+
+A turn's streamed events (text deltas, tool calls, state) are appended by the ``run_turn``
+activity; the thread's own events (``RUN_STARTED``, results it closes a batch with,
+``RUN_FINISHED`` / ``RUN_ERROR``) by the workflow, through the ``append_events`` local
+activity, each under an idempotency key so a retried write adds nothing. The API reads a
+run's events from it and follows it for new ones. Temporal's history keeps the thread's
+decisions only (a run accepted, a turn done, an answer taken), so a turn costs the same
+number of history events whatever the length of its answer.
+
+Where it lives: beside the session store (``event_log(settings)``): a SQLite file in the
+file store's directory, a table in the PostgreSQL session database. The S3 store, and
+``DURABLE_AGUI_EVENT_LOG=workflow``, keep the events in the thread's workflow stream
+instead (``temporalio.contrib.workflow_streams``), as every thread started before the log
+did.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from durable_agui.event_store.base import EventLog, LogEntry, LoggedEvent, LogWatcher
+
+if TYPE_CHECKING:
+    from durable_agui.core.settings import Settings
+
+__all__ = ["EventLog", "LogEntry", "LogWatcher", "LoggedEvent", "event_log"]
+
+_logs: dict[tuple[str, str], EventLog] = {}
+_logs_lock = threading.Lock()
+
+
+def event_log(settings: Settings) -> EventLog | None:
+    """The process's event log for ``settings`` (one per configuration), or ``None`` when
+    the thread's events stay in its workflow stream (``event_log="workflow"``, or the S3
+    session store, which has no database to keep it in).
+
+    Raises:
+        ValueError: ``postgres`` without ``postgres_url``.
+    """
+    if settings.event_log == "workflow" or settings.session_store == "s3":
+        return None
+    if settings.session_store == "postgres":
+        if not settings.postgres_url:
+            raise ValueError("DURABLE_AGUI_SESSION_STORE=postgres needs DURABLE_AGUI_POSTGRES_URL")
+        key = ("postgres", settings.postgres_url)
+    else:
+        key = ("sqlite", str(settings.sessions_dir))
+    with _logs_lock:
+        log = _logs.get(key)
+        if log is None:
+            log = _logs[key] = _build(settings, key[0])
+        return log
+
+
+def _build(settings: Settings, kind: str) -> EventLog:
+    if kind == "postgres":
+        from durable_agui.event_store.postgres import PostgresEventLog
+        from durable_agui.sessions.factory import session_store
+        from durable_agui.sessions.postgres import PostgresSessionStore
+
+        store = session_store(settings)
+        assert isinstance(store, PostgresSessionStore)
+        return PostgresEventLog(store, poll_ms=settings.event_log_poll_ms)
+    from durable_agui.event_store.sqlite import SqliteEventLog
+
+    return SqliteEventLog(settings.sessions_dir / EVENTS_FILE, poll_ms=settings.event_log_poll_ms)
+
+
+EVENTS_FILE = ".events.sqlite3"
+"""The file store's event log, in its directory (dot-named: not a session)."""

@@ -1,0 +1,150 @@
+"""What every event log does, and how its readers are woken."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+UNLOGGED = -1
+"""``LoggedEvent.offset`` of an event read from the thread's state, not from the log."""
+READ_PAGE = 1000
+"""Events one ``EventLog.read`` returns at most by default."""
+DELETED_RUN = ""
+"""``run_id`` of a deleted thread's tombstone: the one entry left of its events, a
+``RUN_ERROR`` ``ThreadDeleted`` that every reader of the thread's runs sees, so a client
+still following a run of the thread learns why it ends. The thread's next write removes
+it (a later run, with the same ``threadId``, starts a new thread)."""
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """An AG-UI event (as published, a JSON object) and its offset in the thread's log.
+
+    Offsets increase in the order events were appended; they may skip numbers. ``UNLOGGED``
+    (-1): one of the thread's own events not in the log yet (``ThreadState.unlogged_events``),
+    sent without an SSE ``id``."""
+
+    offset: int
+    data: dict[str, Any]
+    run_id: str = ""
+    """The run it belongs to; ``DELETED_RUN`` for a tombstone (the event log only)."""
+    key: str | None = None
+    """Its idempotency key (the thread's own events in the event log)."""
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.run_id == DELETED_RUN and self.data == tombstone_event()
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """An event to append: ``data`` (an AG-UI event as a JSON object) of run ``run_id``.
+
+    ``key``: an idempotency key, unique in the thread; an entry whose key the thread's log
+    already holds is not appended again (the workflow's events, written again by a retry)."""
+
+    run_id: str
+    data: dict[str, Any]
+    key: str | None = None
+
+
+class LogWatcher:
+    """Wakes the readers of a thread when its log may have changed.
+
+    ``watching(thread)`` registers a reader before it reads, so a change between its read
+    and its wait is not missed; subclasses call ``wake`` (one thread, or all of them)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+
+    @contextlib.asynccontextmanager
+    async def watching(self, thread: str) -> AsyncIterator[asyncio.Event]:
+        changed = asyncio.Event()
+        waiters = self._waiters.setdefault(thread, set())
+        waiters.add(changed)
+        self._started()
+        try:
+            yield changed
+        finally:
+            waiters.discard(changed)
+            if not waiters:
+                self._waiters.pop(thread, None)
+
+    def watched(self) -> int:
+        """Readers registered now (live stream followers)."""
+        return sum(len(waiters) for waiters in self._waiters.values())
+
+    def wake(self, thread: str | None = None) -> None:
+        """Wake the readers of ``thread`` (every reader when ``None``)."""
+        groups = self._waiters.values() if thread is None else [self._waiters.get(thread, set())]
+        for waiters in groups:
+            for changed in waiters:
+                changed.set()
+
+    def _started(self) -> None:
+        """A reader registered: start watching if it is not under way."""
+
+
+class EventLog(ABC):
+    """An offset-addressed, append-only log of AG-UI events per thread (its session id).
+
+    Every method is blocking I/O: call it from a worker thread (``asyncio.to_thread``).
+    """
+
+    kind: str
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Create the log's tables (or check them), connecting once.
+
+        Raises:
+            OSError, sqlite3.Error, sqlalchemy.exc.SQLAlchemyError: the log is unreachable.
+        """
+
+    @abstractmethod
+    def append(self, thread: str, entries: list[LogEntry]) -> int:
+        """Append ``entries`` in order, in one transaction; returns the offset after the
+        thread's last event. A deleted thread's tombstone goes first."""
+
+    @abstractmethod
+    def read(
+        self, thread: str, run_id: str, start: int, limit: int = 1000, tombstone: bool = True
+    ) -> list[LoggedEvent]:
+        """Run ``run_id``'s events at offsets ``start`` and later (at most ``limit``), in
+        order, and (``tombstone``) the thread's tombstone if it is there."""
+
+    @abstractmethod
+    def end(self, thread: str) -> int:
+        """The offset after the thread's last event (0 for none)."""
+
+    @abstractmethod
+    def delete(self, thread: str) -> None:
+        """Remove the thread's events, leaving its tombstone (``DELETED_RUN``)."""
+
+    @abstractmethod
+    def watcher(self) -> LogWatcher:
+        """The process's watcher of this log (started on first use, in the running loop)."""
+
+    def describe(self) -> str:
+        return self.kind
+
+
+def tombstone_event() -> dict[str, Any]:
+    """The tombstone's event: ``RUN_ERROR`` ``ThreadDeleted``."""
+    return {"type": "RUN_ERROR", "message": "the thread was deleted", "code": "ThreadDeleted"}
+
+
+def read_run(log: EventLog, thread: str, run_id: str, start: int = 0) -> list[LoggedEvent]:
+    """All of run ``run_id``'s events at offsets ``start`` and later (every page of
+    ``EventLog.read``), without the tombstone."""
+    events: list[LoggedEvent] = []
+    while True:
+        page = log.read(thread, run_id, start, tombstone=False)
+        events.extend(page)
+        if len(page) < READ_PAGE:
+            return events
+        start = page[-1].offset + 1

@@ -1,0 +1,192 @@
+"""The event log in a SQLite file (the file store's, shared by the worker and the API on
+one machine)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+from durable_agui.event_store.base import (
+    DELETED_RUN,
+    EventLog,
+    LogEntry,
+    LoggedEvent,
+    LogWatcher,
+    tombstone_event,
+)
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS event (
+    thread TEXT NOT NULL,
+    event_offset INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    idempotency_key TEXT,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread, event_offset)
+);
+CREATE INDEX IF NOT EXISTS event_by_run ON event (thread, run_id, event_offset);
+CREATE UNIQUE INDEX IF NOT EXISTS event_by_key ON event (thread, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+"""
+BUSY_TIMEOUT_MS = 5000
+
+
+class SqliteEventLog(EventLog):
+    """Events in the SQLite file at ``path`` (WAL journal: readers never block the writer).
+
+    ``poll_ms``: how often the watcher checks the file for commits of other processes
+    (``PRAGMA data_version``, a few microseconds) while a reader waits.
+    """
+
+    kind = "sqlite"
+
+    def __init__(self, path: Path, poll_ms: int = 10) -> None:
+        self.path = path
+        self._poll_ms = poll_ms
+        self._local = threading.local()
+        self._prepared = False
+        self._watcher: _DataVersionWatcher | None = None
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            if not self._prepared:
+                connection.executescript(SCHEMA)
+                self._prepared = True
+            self._local.connection = connection
+        return connection
+
+    def prepare(self) -> None:
+        self._connection()
+
+    def append(self, thread: str, entries: list[LogEntry]) -> int:
+        connection = self._connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            (end,) = connection.execute(
+                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
+            ).fetchone()
+            connection.execute(
+                "DELETE FROM event WHERE thread = ? AND run_id = ?", (thread, DELETED_RUN)
+            )
+            keys = [entry.key for entry in entries if entry.key is not None]
+            held: set[str] = set()
+            if keys:
+                marks = ",".join("?" * len(keys))
+                held = {
+                    key
+                    for (key,) in connection.execute(
+                        f"SELECT idempotency_key FROM event WHERE thread = ? "
+                        f"AND idempotency_key IN ({marks})",
+                        (thread, *keys),
+                    )
+                }
+            rows = []
+            for entry in entries:
+                if entry.key is not None and entry.key in held:
+                    continue
+                rows.append((thread, end, entry.run_id, entry.key, _dumps(entry.data)))
+                end += 1
+            connection.executemany("INSERT INTO event VALUES (?, ?, ?, ?, ?)", rows)
+            connection.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+        return int(end)
+
+    def read(
+        self, thread: str, run_id: str, start: int, limit: int = 1000, tombstone: bool = True
+    ) -> list[LoggedEvent]:
+        rows = self._connection().execute(
+            "SELECT event_offset, run_id, idempotency_key, data FROM event WHERE thread = ? AND run_id IN (?, ?) "
+            "AND event_offset >= ? ORDER BY event_offset LIMIT ?",
+            (thread, run_id, DELETED_RUN if tombstone else run_id, start, limit),
+        )
+        return [LoggedEvent(offset, json.loads(data), run, key) for offset, run, key, data in rows]
+
+    def end(self, thread: str) -> int:
+        (end,) = (
+            self._connection()
+            .execute(
+                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
+            )
+            .fetchone()
+        )
+        return int(end)
+
+    def delete(self, thread: str) -> None:
+        connection = self._connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            (end,) = connection.execute(
+                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
+            ).fetchone()
+            connection.execute("DELETE FROM event WHERE thread = ?", (thread,))
+            connection.execute(
+                "INSERT INTO event VALUES (?, ?, ?, NULL, ?)",
+                (thread, end, DELETED_RUN, _dumps(tombstone_event())),
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+
+    def watcher(self) -> LogWatcher:
+        if self._watcher is None:
+            self._watcher = _DataVersionWatcher(self.path, self._poll_ms)
+        return self._watcher
+
+    def describe(self) -> str:
+        return f"sqlite {self.path}"
+
+
+def _dumps(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class _DataVersionWatcher(LogWatcher):
+    """Checks the file's ``PRAGMA data_version`` every ``poll_ms`` while readers wait, and
+    wakes them all when another connection committed."""
+
+    def __init__(self, path: Path, poll_ms: int) -> None:
+        super().__init__()
+        self._path = path
+        self._interval = poll_ms / 1000
+        self._task: asyncio.Task[None] | None = None
+
+    def _started(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._poll())
+
+    async def _poll(self) -> None:
+        connection: sqlite3.Connection | None = None
+        version = None
+        while self.watched():
+            try:
+                if connection is None:
+                    connection = sqlite3.connect(self._path, isolation_level=None, timeout=0)
+                (now,) = connection.execute("PRAGMA data_version").fetchone()
+            except sqlite3.Error as err:
+                logger.warning("watching the event log %s: %s", self._path, err)
+                connection, now = None, None  # readers read again, and find out
+            if now != version or now is None:
+                version = now
+                self.wake()
+            await asyncio.sleep(self._interval)
+        if connection is not None:
+            connection.close()

@@ -1,0 +1,177 @@
+"""The event log's own failure modes, through real processes on both session stores: two
+APIs following one run, an API restarted while a client follows, the log's store refusing
+writes in the middle of a turn; and what it is for: a turn's Temporal history does not
+grow with the length of its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.event_store import EVENTS_FILE
+from tests.stack import Cluster
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    parse_sse,
+    persisted_messages,
+    post_run,
+    run_input,
+    stream_run,
+    text_of,
+)
+
+SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
+
+
+def words(count: int) -> str:
+    return " ".join(f"w{n}" for n in range(count))
+
+
+async def follow(http: httpx.AsyncClient, url: str) -> tuple[list[dict[str, Any]], list[int]]:
+    async def nothing(events: list[dict[str, Any]]) -> None:
+        return None
+
+    return await stream_run(http, url, nothing, method="GET")
+
+
+async def test_two_apis_following_one_run_send_the_same_events(cluster: Cluster) -> None:
+    """A run posted to one API and followed live through another: both streams carry every
+    event once, under the same ids, as they are appended."""
+    cluster.start_worker("w", SLOW_MODEL)
+    first, second = cluster.start_api("api1"), cluster.start_api("api2")
+    text = words(30)
+    body = run_input("two-apis", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+    followers: list[asyncio.Task[tuple[list[dict[str, Any]], list[int]]]] = []
+
+    async with httpx.AsyncClient(timeout=120) as http:
+
+        async def join_on_second(events: list[dict[str, Any]]) -> None:
+            if not followers and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+                url = f"{second}/threads/two-apis/runs/r1/events"
+                followers.append(asyncio.create_task(follow(http, url)))
+
+        posted, posted_ids = await stream_run(
+            http, f"{first}/agents/demo", join_on_second, json=body
+        )
+        followed, followed_ids = await followers[0]
+    check_stream(posted)
+    assert text_of(posted) == f"echo: {text}"
+    assert followed == posted and followed_ids == posted_ids
+    assert posted_ids == sorted(set(posted_ids))  # increasing, none twice
+
+
+async def test_an_api_restarted_while_a_client_follows_resumes_at_the_last_event_id(
+    cluster: Cluster,
+) -> None:
+    """The API a client follows through is killed mid-run and started again on the same
+    port: the client reconnects with ``Last-Event-ID`` and gets the rest, no gap, nothing
+    twice; the run itself never noticed."""
+    cluster.start_worker("w", SLOW_MODEL)
+    url = cluster.start_api("api")
+    port = int(url.rsplit(":", 1)[1])
+    text = words(40)
+    body = run_input("api-restart", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+
+    seen: list[dict[str, Any]] = []
+    seen_ids: list[int] = []
+    async with httpx.AsyncClient(timeout=120) as http:
+        with pytest.raises(httpx.HTTPError):  # the connection dies with the API
+            async with http.stream("POST", f"{url}/agents/demo", json=body) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("id: "):
+                        seen_ids.append(int(line[4:]))
+                    elif line.startswith("data: "):
+                        seen.append(json.loads(line[6:]))
+                        if len(seen) == 5:
+                            cluster.kill("api")
+        assert len(seen) == len(seen_ids) == 5
+        cluster.start_api("api", port=port)
+        rest, rest_ids = await stream_run(
+            http,
+            f"{url}/threads/api-restart/runs/r1/events",
+            lambda events: asyncio.sleep(0),
+            method="GET",
+            headers={"Last-Event-ID": str(seen_ids[-1])},
+        )
+        whole = parse_sse((await http.get(f"{url}/threads/api-restart/runs/r1/events")).text)
+    assert rest_ids and rest_ids[0] > seen_ids[-1]
+    assert seen + rest == whole
+    check_stream(whole)
+    assert text_of(whole) == f"echo: {text}"
+
+
+@pytest.mark.parametrize("cluster", ["file"], indirect=True)
+async def test_a_log_that_refuses_writes_mid_turn_fails_the_attempt_and_the_retry_completes(
+    cluster: Cluster,
+) -> None:
+    """Another process holds the SQLite log's write lock for longer than a write waits
+    (5 s) while the model streams: the turn's write fails, so the attempt fails rather than
+    streaming into nothing; the retry, once the lock is gone, says ``turn_retried`` and
+    streams the whole answer. The session holds the turn once."""
+    cluster.start_worker("w", SLOW_MODEL)
+    url = cluster.start_api("api")
+    text = words(20)
+    body = run_input("log-locked", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+    locked = asyncio.Event()
+
+    async def lock_for_seven_seconds() -> None:
+        holder = sqlite3.connect(cluster.data_dir / "sessions" / EVENTS_FILE, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock: readers go on, writers wait
+        locked.set()
+        await asyncio.sleep(7)
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    tasks: list[asyncio.Task[None]] = []
+
+    async def lock_mid_answer(events: list[dict[str, Any]]) -> None:
+        if not tasks and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+            tasks.append(asyncio.create_task(lock_for_seven_seconds()))
+            await locked.wait()
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        events, _ = await stream_run(http, f"{url}/agents/demo", lock_mid_answer, json=body)
+        await tasks[0]
+    check_stream(events)
+    retried = [e for e in events if e["type"] == "CUSTOM" and e["name"] == "turn_retried"]
+    assert retried, [e["type"] for e in events]
+    after = events[events.index(retried[-1]) :]
+    assert text_of(after) == f"echo: {text}"
+    assert events[-1]["type"] == "RUN_FINISHED"
+    history = persisted_messages(cluster.store, "log-locked")
+    assert [m["role"] for m in history] == ["user", "assistant"]
+
+
+async def history_length(cluster: Cluster, thread: str) -> int:
+    client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
+    history = await client.get_workflow_handle(workflow_id_for(thread)).fetch_history()
+    return len(history.events)
+
+
+async def test_a_turns_history_does_not_grow_with_its_answer(cluster: Cluster) -> None:
+    """A round trip whose answer is 3 words and one whose answer is 600 words leave
+    histories of the same length: the streamed events are in the log, not in Temporal."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+    lengths = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        for thread, content in (("short", "yes"), ("long", words(600))):
+            user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"f":1}'}
+            _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+            (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+            tool = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": content}
+            status, r2 = await post_run(
+                http, "demo", run_input(thread, "r2", [user, tool], [CONFIRM_BOOKING])
+            )
+            assert status == 200 and text_of(r2) == f"confirm_booking -> success: {content}"
+            lengths.append(await history_length(cluster, thread))
+    assert lengths[0] == lengths[1], lengths
