@@ -23,7 +23,7 @@ from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import EventLog, LoggedEvent, event_log
-from durable_agui.event_store.base import UNLOGGED
+from durable_agui.event_store.base import UNLOGGED, is_tombstone
 from durable_agui.translation.open_parts import OpenParts
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class LogSource:
         fresh = [
             e
             for e in events
-            if not (e.is_tombstone and e.offset < self.since) and e.key not in self.seen
+            if not (is_tombstone(e) and e.offset < self.since) and e.key not in self.seen
         ]
         self.seen.update(e.key for e in fresh if e.key is not None)
         return fresh

@@ -15,6 +15,7 @@ in ``tests/histories/upstream`` shows it). So reads go through workflow tasks li
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -24,11 +25,29 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import ErrorType, ReadRequest, ThreadState, run_topic
-from durable_agui.event_store.base import LoggedEvent
 
 POLL_UPDATE = "__temporal_workflow_stream_poll"
+UNLOGGED = -1
+"""``LoggedEvent.offset`` of one of the thread's own events read from its state, not from
+the event log (``ThreadState.unlogged_events``): sent without an SSE ``id``."""
 READ_TIMEOUT = timedelta(seconds=15)
 """Longest a read waits for a worker to take its workflow task."""
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """An AG-UI event (as published, a JSON object) and its offset in the thread's event
+    log or workflow stream.
+
+    Offsets increase in the order events were appended; they may skip numbers, and are
+    ``UNLOGGED`` for an event read from the thread's state."""
+
+    offset: int
+    data: dict[str, Any]
+    run_id: str = ""
+    """The run it belongs to; ``""`` for a deleted thread's tombstone (the event log)."""
+    key: str | None = None
+    """Its idempotency key (the thread's own events, in the event log)."""
 
 
 async def read_thread(handle: WorkflowHandle[Any, Any], principal: str | None) -> ThreadState:

@@ -9,8 +9,22 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-UNLOGGED = -1
-"""``LoggedEvent.offset`` of an event read from the thread's state, not from the log."""
+from durable_agui.core.event_log import UNLOGGED, LoggedEvent
+
+# LoggedEvent and UNLOGGED are core's (the workflow stream's reads use them too).
+__all__ = [
+    "DELETED_RUN",
+    "READ_PAGE",
+    "UNLOGGED",
+    "EventLog",
+    "LogEntry",
+    "LogWatcher",
+    "LoggedEvent",
+    "is_tombstone",
+    "read_run",
+    "tombstone_event",
+]
+
 READ_PAGE = 1000
 """Events one ``EventLog.read`` returns at most by default."""
 DELETED_RUN = ""
@@ -18,26 +32,6 @@ DELETED_RUN = ""
 ``RUN_ERROR`` ``ThreadDeleted`` that every reader of the thread's runs sees, so a client
 still following a run of the thread learns why it ends. The thread's next write removes
 it (a later run, with the same ``threadId``, starts a new thread)."""
-
-
-@dataclass(frozen=True)
-class LoggedEvent:
-    """An AG-UI event (as published, a JSON object) and its offset in the thread's log.
-
-    Offsets increase in the order events were appended; they may skip numbers. ``UNLOGGED``
-    (-1): one of the thread's own events not in the log yet (``ThreadState.unlogged_events``),
-    sent without an SSE ``id``."""
-
-    offset: int
-    data: dict[str, Any]
-    run_id: str = ""
-    """The run it belongs to; ``DELETED_RUN`` for a tombstone (the event log only)."""
-    key: str | None = None
-    """Its idempotency key (the thread's own events in the event log)."""
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.run_id == DELETED_RUN and self.data == tombstone_event()
 
 
 @dataclass(frozen=True)
@@ -148,3 +142,8 @@ def read_run(log: EventLog, thread: str, run_id: str, start: int = 0) -> list[Lo
         if len(page) < READ_PAGE:
             return events
         start = page[-1].offset + 1
+
+
+def is_tombstone(event: LoggedEvent) -> bool:
+    """``event`` is a deleted thread's tombstone (``DELETED_RUN``)."""
+    return event.run_id == DELETED_RUN and event.data == tombstone_event()

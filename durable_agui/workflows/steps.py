@@ -25,13 +25,7 @@ with workflow.unsafe.imports_passed_through():
         TurnOutput,
         WebhookDelivery,
     )
-
-PATCH_COUNT_LOCALLY = "count-session-in-a-local-activity"
-"""workflow.patched id: histories recorded before it replay the count as a (remote) activity."""
-PATCH_COUNT_FAILURE = "a-failed-count-ends-the-run"
-"""workflow.patched id: a first count that fails ends the run with RUN_ERROR; before it, the
-local activity's failure (which sdk-core hands over unwrapped, not as ``ActivityError``)
-failed the whole thread."""
+    from durable_agui.workflows.patches import PATCH_COUNT_FAILURE, PATCH_COUNT_LOCALLY, patched
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 RUN_TURN_RETRY = RetryPolicy(
@@ -72,9 +66,9 @@ def start_reconcile(
     )
 
 
-async def count_session_messages(session_id: str) -> int:
+async def count_session_messages(session_id: str, settled: bool = False) -> int:
     """The number of messages session ``session_id`` holds, counted before a thread's first
-    turn (a session may predate its thread).
+    turn (a session may predate its thread). ``settled``: see ``patched``.
 
     A local activity: counted within the workflow task that schedules the turn, which saves
     a workflow task round trip on every thread's first turn.
@@ -86,7 +80,7 @@ async def count_session_messages(session_id: str) -> int:
     """
     execute = (
         workflow.execute_local_activity
-        if workflow.patched(PATCH_COUNT_LOCALLY)
+        if patched(PATCH_COUNT_LOCALLY, settled)
         else workflow.execute_activity
     )
     try:
@@ -100,7 +94,7 @@ async def count_session_messages(session_id: str) -> int:
         )
     except ApplicationError as err:
         # A local activity's failure arrives as its cause, not as ActivityError.
-        if not workflow.patched(PATCH_COUNT_FAILURE):
+        if not patched(PATCH_COUNT_FAILURE, settled):
             raise  # recorded before the patch: this failed the thread
         raise LocalActivityFailed(err) from err
     return count

@@ -86,36 +86,22 @@ with workflow.unsafe.imports_passed_through():
         run_error_event,
         usage_entries,
     )
+    from durable_agui.workflows.patches import (
+        PATCH_CANCEL_OUTCOME,
+        PATCH_CANCEL_RECONCILE,
+        PATCH_CANCELLED_TURN_FAILS,
+        PATCH_COUNT_FIRST,
+        PATCH_EARLY_ANSWERS,
+        PATCH_METADATA,
+        PATCH_MULTITASK,
+        PATCH_REWIND,
+        PATCH_TTL,
+        PATCH_WEBHOOKS,
+        patched,
+    )
 
-PATCH_COUNT_FIRST = "count-session-before-first-turn"
-"""workflow.patched id: histories recorded before it replay without the count activity."""
-PATCH_CANCEL_OUTCOME = "cancel-answers-with-the-outcome"
-"""workflow.patched id: a cancel's answer waits for the run's end and names its outcome."""
-PATCH_MULTITASK = "double-texting-interrupts-the-run"
-"""workflow.patched id: a run sent with ``interrupt`` or ``rollback`` stops the run in
-progress and goes first (histories recorded before it never had such a run)."""
-PATCH_EARLY_ANSWERS = "answers-to-calls-still-streaming"
-"""workflow.patched id: a run may carry answers to calls the run before it streamed
-(``early_tool_results``), taken when it starts."""
-PATCH_WEBHOOKS = "webhook-deliveries"
-"""workflow.patched id: a thread started with webhooks delivers ``run.finished`` and
-``thread.waiting`` (histories recorded before it had none)."""
 RECENT_FAILURES = 10
 """Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
-PATCH_TTL = "idle-threads-expire"
-"""workflow.patched id: a thread started with a time-to-live completes once idle for it."""
-PATCH_REWIND = "regenerate-and-edit-rewind-the-thread"
-"""workflow.patched id: a run whose transcript re-sends or edits a taken user message after
-an earlier answer goes back to that answer first (``rewind_to``)."""
-PATCH_METADATA = "thread-title-and-tags"
-"""workflow.patched id: a thread keeps a title and tags in its memo."""
-PATCH_CANCELLED_TURN_FAILS = "a-cancelled-turn-that-fails-ends-cancelled"
-"""workflow.patched id: a turn that fails after its run was cancelled or its thread
-deleted (its worker died before it could stop) ends the run cancelled or deleted, not
-``TurnFailed``."""
-PATCH_CANCEL_RECONCILE = "cancel-stops-the-answers-write"
-"""workflow.patched id: a cancel also stops the write of the answers that precedes a turn
-(one that keeps failing would otherwise hold the run, and the cancel, for ever)."""
 
 MAX_CARRY_BYTES = 1_000_000
 """Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
@@ -219,7 +205,7 @@ class AgentThreadWorkflow:
         """When the thread expires, if it is idle (nothing waits for a person) and has a
         time-to-live: ``idle_ttl_s`` after its last run ended (or it started)."""
         ttl = self._start.idle_ttl_s
-        if not ttl or self._batch.deadline() is not None or not workflow.patched(PATCH_TTL):
+        if not ttl or self._batch.deadline() is not None or not self._patched(PATCH_TTL):
             return None
         return self._idle_since + timedelta(seconds=ttl)
 
@@ -379,7 +365,7 @@ class AgentThreadWorkflow:
         self._batch.take(request.tool_results, request.resume)
         taken = book.taken_message_digests
         rewind_to = self._rewind_point(request)
-        if rewind_to is not None and workflow.patched(PATCH_REWIND):
+        if rewind_to is not None and self._patched(PATCH_REWIND):
             # A regenerate or an edit: its tail is run again from that point, all of it.
             fresh = request.user_messages
             request = request.model_copy(update={"rewind_to": rewind_to})
@@ -394,13 +380,16 @@ class AgentThreadWorkflow:
         if (
             request.multitask_strategy in ("interrupt", "rollback")
             and self._current_run_id is not None
-            and workflow.patched(PATCH_MULTITASK)
+            and self._patched(PATCH_MULTITASK)
         ):
             self._interrupt(rollback=request.multitask_strategy == "rollback")
             book.queue.insert(0, queued)
         else:
             book.queue.append(queued)
-        self._show_status()
+        if not (self._event_log and self._current_run_id is None):
+            # An idle thread starts the run in this workflow task, showing it running then:
+            # one upsert, not two (threads before the event log show both).
+            self._show_status()
         return RunAccepted(
             run_id=request.run_id,
             topic=run_topic(request.run_id),
@@ -599,7 +588,7 @@ class AgentThreadWorkflow:
 
     def _set_metadata(self, metadata: ThreadMetadata) -> None:
         self._book.metadata = metadata
-        if workflow.patched(PATCH_METADATA):
+        if self._patched(PATCH_METADATA):
             workflow.upsert_memo(metadata.model_dump(mode="json"))
 
     @workflow.update
@@ -647,9 +636,9 @@ class AgentThreadWorkflow:
         self._cancel_requested = True
         if self._turn_activity is not None:
             self._turn_activity.cancel()
-        if self._reconcile_activity is not None and workflow.patched(PATCH_CANCEL_RECONCILE):
+        if self._reconcile_activity is not None and self._patched(PATCH_CANCEL_RECONCILE):
             self._reconcile_activity.cancel()
-        if not workflow.patched(PATCH_CANCEL_OUTCOME):
+        if not self._patched(PATCH_CANCEL_OUTCOME):
             return CancelAccepted(run_id=run_id)
         await workflow.wait_condition(lambda: run_id in self._book.finished_run_ids)
         outcome = self._run_outcomes.get(run_id, "finished")
@@ -747,6 +736,10 @@ class AgentThreadWorkflow:
         self._published[run_id] = n + 1
         self._outbox.append(LoggedRunEvent(run_id=run_id, key=f"{run_id}:{n}", data=data))
 
+    def _patched(self, patch_id: str) -> bool:
+        """``workflow.patched``, settled for threads on the event log (``steps.patched``)."""
+        return patched(patch_id, self._event_log)
+
     async def _flush_events(self) -> None:
         """Append what the thread published to the event log: at once, within this workflow
         task (one local activity attempt, no task round trip). A log that refuses holds
@@ -788,7 +781,7 @@ class AgentThreadWorkflow:
         """Start the webhook deliveries of run ``run_id``'s end: ``run.finished`` always,
         ``thread.waiting`` when the run opened calls or approvals that now wait. In the
         background: a delivery never holds or fails the thread."""
-        if not self._start.webhook_attempts or not workflow.patched(PATCH_WEBHOOKS):
+        if not self._start.webhook_attempts or not self._patched(PATCH_WEBHOOKS):
             return
         calls = [c for c in self._batch.calls.values() if c.result is None]
         interrupts = [i for i in self._batch.interrupts.values() if i.resolution is None]
@@ -875,7 +868,7 @@ class AgentThreadWorkflow:
         self._run_outcomes[run.run_id] = "finished"
         self._run_usage = None
         try:
-            if run.rewind_to is not None and workflow.patched(PATCH_REWIND):
+            if run.rewind_to is not None and self._patched(PATCH_REWIND):
                 self._rewind(run, run.rewind_to)
                 await self._run_turn(run, run.user_messages, [])
                 self._publish(
@@ -883,7 +876,7 @@ class AgentThreadWorkflow:
                     finished_event(self._thread_id, run.run_id, self._batch, self._run_usage),
                 )
                 return
-            if run.early_tool_results and workflow.patched(PATCH_EARLY_ANSWERS):
+            if run.early_tool_results and self._patched(PATCH_EARLY_ANSWERS):
                 try:  # the calls they answer are in the batch now, or they are refused
                     self._check_answers(run.early_tool_results, [])
                 except ApplicationError as refused:
@@ -995,10 +988,12 @@ class AgentThreadWorkflow:
         self, run: RunRequest, user_messages: list[UserInput], approved: list[ApprovedCall]
     ) -> None:
         book = self._book
-        if book.message_count is None and workflow.patched(PATCH_COUNT_FIRST):
+        if book.message_count is None and self._patched(PATCH_COUNT_FIRST):
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
-            book.message_count = await steps.count_session_messages(self._session_id)
+            book.message_count = await steps.count_session_messages(
+                self._session_id, settled=self._event_log
+            )
         self._turn_start = book.message_count
         if book.message_count is not None:
             book.prompt_indexes.update((m.id_digest(), book.message_count) for m in user_messages)
@@ -1028,7 +1023,7 @@ class AgentThreadWorkflow:
             output = await self._turn_activity
         except ActivityError as err:
             self._raise_if_cancelled(err)
-            if self._cancel_requested and workflow.patched(PATCH_CANCELLED_TURN_FAILS):
+            if self._cancel_requested and self._patched(PATCH_CANCELLED_TURN_FAILS):
                 # The cancel was asked for; the turn could not stop at a safe point (its
                 # worker died, its heartbeat timed out). What it wrote is cut by the next.
                 raise _RunCancelled(persisted=False) from err
@@ -1041,7 +1036,7 @@ class AgentThreadWorkflow:
         book.last_turn_run_id = run.run_id
         book.turns += 1
         book.message_count = output.message_count
-        if workflow.patched(PATCH_REWIND):
+        if self._patched(PATCH_REWIND):
             ends = {**book.turn_end_counts, run.run_id: output.message_count}
             book.turn_end_counts = recent(ends, RECENT_RUNS)
         self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)
