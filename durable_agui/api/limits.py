@@ -8,6 +8,7 @@ nesting, counts), with a clear 413 or 422 and nothing stored.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -258,15 +259,23 @@ def _check_tool_parameters(name: str, parameters: Any) -> None:
         return
     if not isinstance(parameters, dict):
         raise invalid(ErrorType.INVALID_TOOL, f"parameters of tool {name!r} must be a JSON object")
+    problem = _schema_problem(json.dumps(parameters, sort_keys=True))
+    if problem is not None:
+        raise invalid(ErrorType.INVALID_TOOL, f"parameters of tool {name!r} {problem}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(schema_json: str) -> str | None:
+    """What is wrong with the JSON Schema ``schema_json`` (canonical JSON), ``None`` when
+    it is valid against its own meta-schema. Cached: a client declares the same tools on
+    every run, and checking a schema costs more than the rest of a run's checks."""
+    parameters = json.loads(schema_json)
     try:
         validator_for(parameters).check_schema(parameters)
     except SchemaError as err:
         where = "/".join(str(part) for part in err.path) or "(top level)"
-        raise invalid(
-            ErrorType.INVALID_TOOL,
-            f"parameters of tool {name!r} are not a valid JSON Schema at {where}: "
-            f"{err.message[:200]}",
-        ) from None
+        return f"are not a valid JSON Schema at {where}: {err.message[:200]}"
+    return None
 
 
 def check_answers(
