@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections import Counter
 from typing import Any
 
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -151,18 +153,21 @@ async def test_a_log_that_refuses_writes_mid_turn_fails_the_attempt_and_the_retr
     assert [m["role"] for m in history] == ["user", "assistant"]
 
 
-async def history_length(cluster: Cluster, thread: str) -> int:
+async def history_counts(cluster: Cluster, thread: str) -> Counter[str]:
+    """How many events of each type the thread's workflow history holds."""
     client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
     history = await client.get_workflow_handle(workflow_id_for(thread)).fetch_history()
-    return len(history.events)
+    return Counter(EventType.Name(event.event_type) for event in history.events)
 
 
 async def test_a_turns_history_does_not_grow_with_its_answer(cluster: Cluster) -> None:
-    """A round trip whose answer is 3 words and one whose answer is 600 words leave
-    histories of the same length: the streamed events are in the log, not in Temporal."""
+    """A round trip whose answer is 3 words and one whose answer is 600 words: neither
+    history holds a signal, and both hold the same updates and markers (the streamed
+    events are in the log; on the workflow stream each batch was a signal and each poll an
+    update)."""
     cluster.start_worker("w")
     url = cluster.start_api("api")
-    lengths = []
+    counts = []
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         for thread, content in (("short", "yes"), ("long", words(600))):
             user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"f":1}'}
@@ -173,5 +178,13 @@ async def test_a_turns_history_does_not_grow_with_its_answer(cluster: Cluster) -
                 http, "demo", run_input(thread, "r2", [user, tool], [CONFIRM_BOOKING])
             )
             assert status == 200 and text_of(r2) == f"confirm_booking -> success: {content}"
-            lengths.append(await history_length(cluster, thread))
-    assert lengths[0] == lengths[1], lengths
+            counts.append(await history_counts(cluster, thread))
+    short, long = counts
+    for kind in (
+        "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+        "EVENT_TYPE_MARKER_RECORDED",
+    ):
+        assert short[kind] == long[kind], (kind, short, long)
+    assert long["EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"] == 0
+    assert long["EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"] == 2  # the two runs
