@@ -160,18 +160,35 @@ def _dumps(data: object) -> str:
 
 
 class _DataVersionWatcher(LogWatcher):
-    """Checks the file's ``PRAGMA data_version`` every ``poll_ms`` while readers wait, and
-    wakes them all when another connection committed."""
+    """Checks the file's ``PRAGMA data_version`` every ``poll_ms`` while readers wait; when
+    another connection committed, reads the end of each watched thread's log (one query)
+    and wakes the readers of the threads whose end moved, so a busy log does not wake every
+    follower of every thread."""
 
     def __init__(self, path: Path, poll_ms: int) -> None:
         super().__init__()
         self._path = path
         self._interval = poll_ms / 1000
         self._task: asyncio.Task[None] | None = None
+        self._ends: dict[str, int] = {}
 
     def _started(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._poll())
+
+    def _changed_threads(self, connection: sqlite3.Connection) -> list[str]:
+        threads = list(self._waiters)
+        marks = ",".join("?" * len(threads))
+        ends = dict(
+            connection.execute(
+                f"SELECT thread, max(event_offset) FROM event WHERE thread IN ({marks}) "
+                "GROUP BY thread",
+                threads,
+            ).fetchall()
+        )
+        changed = [t for t in threads if ends.get(t) != self._ends.get(t)]
+        self._ends = ends
+        return changed
 
     async def _poll(self) -> None:
         connection: sqlite3.Connection | None = None
@@ -181,12 +198,16 @@ class _DataVersionWatcher(LogWatcher):
                 if connection is None:
                     connection = sqlite3.connect(self._path, isolation_level=None, timeout=0)
                 (now,) = connection.execute("PRAGMA data_version").fetchone()
+                if now != version:
+                    version = now
+                    for thread in self._changed_threads(connection):
+                        self.wake(thread)
             except sqlite3.Error as err:
                 logger.warning("watching the event log %s: %s", self._path, err)
-                connection, now = None, None  # readers read again, and find out
-            if now != version or now is None:
-                version = now
-                self.wake()
+                if connection is not None:
+                    connection.close()
+                connection, version = None, None
+                self.wake()  # readers read again, and find out
             await asyncio.sleep(self._interval)
         if connection is not None:
             connection.close()
