@@ -268,10 +268,13 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError(f"{name} is not serving: {log.read_text(errors='replace')}")
 
-    def start_api(self, name: str, port: int | None = None) -> str:
-        """Start an API process (on ``port``, else a free one) and wait until it answers."""
+    def start_api(
+        self, name: str, port: int | None = None, env: dict[str, str] | None = None
+    ) -> str:
+        """Start an API process (on ``port``, else a free one, with ``env`` added) and wait
+        until it answers."""
         port = port or free_port()
-        self._spawn(name, ["api", "--port", str(port)], None)
+        self._spawn(name, ["api", "--port", str(port)], env)
         url = f"http://127.0.0.1:{port}"
         if answers(f"{url}/healthz", self.processes[name], 60):
             self.api_urls[name] = url

@@ -188,3 +188,42 @@ async def test_a_turns_history_does_not_grow_with_its_answer(cluster: Cluster) -
         assert short[kind] == long[kind], (kind, short, long)
     assert long["EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"] == 0
     assert long["EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"] == 2  # the two runs
+
+
+async def test_threads_keep_their_event_path_when_the_setting_changes(cluster: Cluster) -> None:
+    """A thread started on the event log, then the worker and the API restarted with
+    ``DURABLE_AGUI_EVENT_LOG=workflow``: the thread's round trip completes on the log; a
+    thread started now uses the workflow stream (its history holds the stream's signals)."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"f":1}'}
+    async with httpx.AsyncClient(timeout=120) as http:
+        _, r1 = await post_run(
+            http_at(http, url), "demo", run_input("on-log", "r1", [user], [CONFIRM_BOOKING])
+        )
+        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        cluster.stop("api")
+        cluster.stop("w")
+        switched = {"DURABLE_AGUI_EVENT_LOG": "workflow"}
+        cluster.start_worker("w2", switched)
+        url = cluster.start_api("api2", env=switched)
+        tool = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "yes"}
+        status, r2 = await post_run(
+            http_at(http, url), "demo", run_input("on-log", "r2", [user, tool], [CONFIRM_BOOKING])
+        )
+        assert status == 200 and text_of(r2) == "confirm_booking -> success: yes"
+        hello = {"id": "u1", "role": "user", "content": "hello there"}
+        status, fresh = await post_run(
+            http_at(http, url), "demo", run_input("on-stream", "r1", [hello], [])
+        )
+        assert status == 200 and text_of(fresh) == "echo: hello there"
+    on_log = await history_counts(cluster, "on-log")
+    on_stream = await history_counts(cluster, "on-stream")
+    assert on_log["EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"] == 0
+    assert on_stream["EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"] > 0
+
+
+def http_at(http: httpx.AsyncClient, url: str) -> httpx.AsyncClient:
+    """``http`` aimed at ``url`` (``post_run`` takes paths)."""
+    http.base_url = httpx.URL(url)
+    return http

@@ -18,14 +18,13 @@ def required_log(settings: Settings) -> EventLog:
 
     Raises:
         ApplicationError: ``EventLogUnavailable`` (not retried) when this worker has none
-            (``DURABLE_AGUI_EVENT_LOG=workflow`` or the S3 store, unlike the API that
-            started the thread).
+            (it runs on the S3 store, unlike the API that started the thread).
     """
     log = event_log(settings)
     if log is None:
         raise ApplicationError(
             "the thread keeps its events in the event log, and this worker has none "
-            "(DURABLE_AGUI_EVENT_LOG and DURABLE_AGUI_SESSION_STORE must match the API's)",
+            "(its DURABLE_AGUI_SESSION_STORE must be the API's)",
             type=ErrorType.EVENT_LOG_UNAVAILABLE,
             non_retryable=True,
         )

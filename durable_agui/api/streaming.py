@@ -18,6 +18,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.api.errors import api_error
 from durable_agui.core.contract import ErrorType, ThreadState, event_from_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.core.outcomes import without_pending_ids
@@ -231,10 +232,22 @@ def run_source(
     since: int,
 ) -> RunSource:
     """Where the run's events are: the event log (``in_log``: the thread said so) or the
-    thread's workflow stream."""
-    log = event_log(settings) if in_log else None
-    if log is None:
+    thread's workflow stream.
+
+    Raises:
+        fastapi.HTTPException: 503 ``EventLogUnavailable`` for a thread in the log when this
+            process has none (it runs on the S3 store).
+    """
+    if not in_log:
         return StreamSource(client, settings, workflow_id)
+    log = event_log(settings)
+    if log is None:
+        raise api_error(
+            503,
+            ErrorType.EVENT_LOG_UNAVAILABLE,
+            "this thread keeps its events in the event log, and this API has none "
+            "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
+        )
     return LogSource(log, session_id, client, workflow_id, since)
 
 

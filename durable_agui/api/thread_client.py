@@ -63,7 +63,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import owned_thread_id, visibility_query
-from durable_agui.event_store import LoggedEvent, event_log
+from durable_agui.event_store import LoggedEvent, event_log, new_threads_log
 from durable_agui.event_store.base import read_run
 from durable_agui.sessions.store import STORE_ERRORS
 
@@ -167,7 +167,7 @@ def _start_operation(
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
             idle_ttl_s=settings.thread_ttl_s,
             idle_ttl_removes_session=settings.thread_ttl_removes_session,
-            event_log=event_log(settings) is not None,
+            event_log=new_threads_log(settings),
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

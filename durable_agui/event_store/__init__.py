@@ -9,10 +9,10 @@ decisions only (a run accepted, a turn done, an answer taken), so a turn costs t
 number of history events whatever the length of its answer.
 
 Where it lives: beside the session store (``event_log(settings)``): a SQLite file in the
-file store's directory, a table in the PostgreSQL session database. The S3 store, and
-``DURABLE_AGUI_EVENT_LOG=workflow``, keep the events in the thread's workflow stream
-instead (``temporalio.contrib.workflow_streams``), as every thread started before the log
-did.
+file store's directory, a table in the PostgreSQL session database. Threads started on the S3
+store, or with ``DURABLE_AGUI_EVENT_LOG=workflow``, keep their events in the thread's
+workflow stream instead (``temporalio.contrib.workflow_streams``), as every thread started
+before the log did; each thread keeps the one it started with.
 """
 
 from __future__ import annotations
@@ -25,21 +25,22 @@ from durable_agui.event_store.base import EventLog, LogEntry, LoggedEvent, LogWa
 if TYPE_CHECKING:
     from durable_agui.core.settings import Settings
 
-__all__ = ["EventLog", "LogEntry", "LogWatcher", "LoggedEvent", "event_log"]
+__all__ = ["EventLog", "LogEntry", "LogWatcher", "LoggedEvent", "event_log", "new_threads_log"]
 
 _logs: dict[tuple[str, str], EventLog] = {}
 _logs_lock = threading.Lock()
 
 
 def event_log(settings: Settings) -> EventLog | None:
-    """The process's event log for ``settings`` (one per configuration), or ``None`` when
-    the thread's events stay in its workflow stream (``event_log="workflow"``, or the S3
-    session store, which has no database to keep it in).
+    """The process's event log for ``settings`` (one per configuration), or ``None`` for
+    the S3 session store, which has no database to keep it in. Whatever
+    ``DURABLE_AGUI_EVENT_LOG`` says: it chooses for new threads only
+    (``new_threads_log``), and threads already in the log are read and written there.
 
     Raises:
         ValueError: ``postgres`` without ``postgres_url``.
     """
-    if settings.event_log == "workflow" or settings.session_store == "s3":
+    if settings.session_store == "s3":
         return None
     if settings.session_store == "postgres":
         if not settings.postgres_url:
@@ -52,6 +53,12 @@ def event_log(settings: Settings) -> EventLog | None:
         if log is None:
             log = _logs[key] = _build(settings, key[0])
         return log
+
+
+def new_threads_log(settings: Settings) -> bool:
+    """Threads started now keep their events in the event log (``ThreadInput.event_log``):
+    ``DURABLE_AGUI_EVENT_LOG=store`` and a store that has one."""
+    return settings.event_log == "store" and event_log(settings) is not None
 
 
 def _build(settings: Settings, kind: str) -> EventLog:

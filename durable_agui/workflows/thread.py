@@ -103,6 +103,8 @@ with workflow.unsafe.imports_passed_through():
 RECENT_FAILURES = 10
 """Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
 
+APPEND_PAUSE = timedelta(seconds=30)
+"""Wait before appending again after an append that is not retried failed."""
 MAX_CARRY_BYTES = 1_000_000
 """Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
 KEEP_RUN_EVENTS = 10
@@ -763,7 +765,16 @@ class AgentThreadWorkflow:
         try:
             while self._outbox:
                 events = list(self._outbox)
-                await steps.append_events(AppendInput(session_id=self._session_id, events=events))
+                try:
+                    await steps.append_events(
+                        AppendInput(session_id=self._session_id, events=events)
+                    )
+                except (ActivityError, ApplicationError) as err:
+                    # Not retried by Temporal (a worker without the log): the events wait,
+                    # in order, for a worker that has it.
+                    workflow.logger.warning("appending the thread's events failed: %s", err)
+                    await workflow.sleep(APPEND_PAUSE)
+                    continue
                 self._outbox = self._outbox[len(events) :]
         finally:
             self._flushing = False
