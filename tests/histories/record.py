@@ -26,10 +26,12 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from durable_agui.activities.events import EventLogActivities
 from durable_agui.activities.reconcile import ReconcileActivities
 from durable_agui.activities.turn import TurnActivities
 from durable_agui.agents.registry import agent_registry
 from durable_agui.core.contract import (
+    AppendInput,
     CancelRequest,
     ContextEntry,
     DeleteRequest,
@@ -352,6 +354,32 @@ async def cancel_during_reconcile(
     assert events[-1]["outcome"] == {"type": "cancelled"}, events[-1]
 
 
+class LogAwayAtFirst(EventLogActivities):
+    """An event log that refuses the thread's first two appends of a run's end (the
+    attempt inside the workflow task, then the first in the background), then takes them."""
+
+    refused = 0
+
+    @activity.defn(name="append_events")
+    async def append_events(self, request: AppendInput) -> None:
+        ends = [e for e in request.events if e.data["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+        if ends and LogAwayAtFirst.refused < 2:
+            LogAwayAtFirst.refused += 1
+            raise ApplicationError(
+                "the session store is unavailable", type=ErrorType.SESSION_STORE_UNAVAILABLE
+            )
+        await super().append_events(request)
+
+
+async def log_away(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """The event log refuses a run's end: the thread hands the write to the background
+    (retried) and takes the next run meanwhile; both runs' ends reach the log."""
+    await start_run(env.client, settings, thread, "r1", "hello", [], event_log=True)
+    await start_run(env.client, settings, thread, "r2", "again", [], event_log=True)
+    await logged_run_events(settings, thread, "r1")
+    await logged_run_events(settings, thread, "r2")
+
+
 class StoreAwayOnce(ReconcileActivities):
     """A store away when a new thread first counts its session, back for the next run."""
 
@@ -418,6 +446,7 @@ SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
     "cancel_during_reconcile": SlowReconcile,
     "first_count_fails": StoreAwayOnce,
     "cancelled_turn_fails": TurnDiesWhenCancelled,
+    "log_away": LogAwayAtFirst,
 }
 """Scenarios recorded with some activities replaced (by the object's activities)."""
 
@@ -441,6 +470,7 @@ SCENARIOS: dict[str, Scenario] = {
     "metadata": metadata,
     "cancelled_turn_fails": cancelled_turn_fails,
     "event_log": event_log,
+    "log_away": log_away,
 }
 
 
@@ -469,7 +499,9 @@ async def record(name: str, scenario: Scenario) -> None:
                 # The real activities, the session store's side replaced.
                 slow = SLOW_RECONCILE[name](settings)
                 replaced = {
-                    a for a in ("reconcile_session", "count_session_messages", "run_turn")
+                    a for a in (
+                        "reconcile_session", "count_session_messages", "run_turn", "append_events"
+                    )
                     if a in type(slow).__dict__
                 }  # fmt: skip
                 activities = [
