@@ -287,6 +287,19 @@ async def stream_run(
     return events, ids
 
 
+async def rolled_over(stack: DevStack, thread: str, runs: int) -> int:
+    """How many workflow runs thread ``thread`` has had, once it has had ``runs`` (asked
+    every 0.1 s for at most 10 s): a thread rolls over at its next idle moment, which comes
+    just after the run's end reaches the client, and visibility lags a little."""
+    count = 0
+    for _ in range(100):
+        count = await workflow_runs(stack, thread)
+        if count >= runs:
+            break
+        await asyncio.sleep(0.1)
+    return count
+
+
 async def workflow_runs(stack: DevStack, thread: str) -> int:
     """How many workflow runs thread ``thread`` has had (each continue-as-new is one more)."""
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)

@@ -465,7 +465,7 @@ def test_embedding_takes_agents_in_every_documented_form(tmp_path: Path, agents:
     names = {activity.__temporal_activity_definition.name for activity in activities}  # type: ignore[attr-defined]
     assert names == {
         "run_turn", "reconcile_session", "count_session_messages", "delete_session",
-        "deliver_webhook", "send_scheduled_run",
+        "append_events", "deliver_webhook", "send_scheduled_run",
     }  # fmt: skip
 
 

@@ -50,7 +50,11 @@ async def test_history_on_the_server_is_ciphertext_and_the_ui_path_decodes(stack
                 payloads += event.workflow_execution_started_event_attributes.input.payloads
             if event.HasField("workflow_execution_signaled_event_attributes"):
                 payloads += event.workflow_execution_signaled_event_attributes.input.payloads
-        assert len(payloads) >= 3
+            if event.HasField("activity_task_scheduled_event_attributes"):
+                payloads += event.activity_task_scheduled_event_attributes.input.payloads
+            if event.HasField("activity_task_completed_event_attributes"):
+                payloads += event.activity_task_completed_event_attributes.result.payloads
+        assert len(payloads) >= 4  # started, the run's update, the turn's input and result
         assert all(p.metadata["encoding"] == b"binary/encrypted" for p in payloads)
         assert all(SECRET.encode() not in p.SerializeToString() for p in payloads)
 

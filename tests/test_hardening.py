@@ -226,13 +226,28 @@ async def test_a_last_event_id_past_the_end_is_refused_and_leaves_no_poll_behind
     assert text_of(events) == "confirm_booking -> success: yes"
 
 
+@pytest.fixture(scope="module")
+def stream_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """A stack whose threads keep their events in the workflow stream, where each live
+    follower holds one of the thread's update slots."""
+    folder = tmp_path_factory.mktemp("hardening-stream")
+    with started(folder, {"DURABLE_AGUI_EVENT_LOG": "workflow"}) as running:
+        yield running
+
+
 async def test_a_thread_whose_update_slots_are_taken_is_429_on_every_route(
-    http: httpx.AsyncClient, stack: DevStack
+    stream_stack: DevStack,
 ) -> None:
-    """Temporal lets ten updates wait in one workflow; a live follower holds one while it
-    waits for the run's next event. With all ten taken, every route (cancel included) is
-    429 ``ThreadBusy`` with ``Retry-After``, never a 500; once the run's next event releases
-    them, the thread answers again."""
+    """Temporal lets ten updates wait in one workflow; on the workflow stream a live
+    follower holds one while it waits for the run's next event. With all ten taken, every
+    route (cancel included) is 429 ``ThreadBusy`` with ``Retry-After``, never a 500; once the
+    run's next event releases them, the thread answers again."""
+    stack = stream_stack
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        await _slots_taken(http, stack)
+
+
+async def _slots_taken(http: httpx.AsyncClient, stack: DevStack) -> None:
     thread = "busy-slots"
     slow = 'call lookup_flight {"flight":"F1","delay_seconds":25}'
     run = asyncio.create_task(

@@ -14,9 +14,9 @@ from tests.support import (
     CONFIRM_BOOKING,
     post_run,
     rebuilt_history,
+    rolled_over,
     run_input,
     text_of,
-    workflow_runs,
 )
 
 
@@ -63,7 +63,7 @@ async def test_a_burst_of_messages_across_rollovers_is_neither_lost_nor_doubled(
     users = [m["content"][0]["text"] for m in history if m["role"] == "user"]
     assert sorted(users) == sorted(f"message {n}" for n in range(9))
     assert len(history) == 18
-    assert await workflow_runs(stack, thread) >= 3
+    assert await rolled_over(stack, thread, 3) >= 3
 
 
 async def test_pending_call_and_its_answer_survive_a_rollover(stack: DevStack) -> None:
@@ -74,11 +74,8 @@ async def test_pending_call_and_its_answer_survive_a_rollover(stack: DevStack) -
         two = {"id": "u2", "role": "user", "content": 'call confirm_booking {"flight":"L1"}'}
         _, r2 = await post_run(http, "demo", run_input(thread, "r2", [two], [CONFIRM_BOOKING]))
         (wire_id,) = r2[-1]["outcome"]["pendingToolCallIds"]
-        for _ in range(100):  # two turns done: the thread rolls over while it waits
-            if await workflow_runs(stack, thread) >= 2:
-                break
-            await asyncio.sleep(0.1)
-        assert await workflow_runs(stack, thread) >= 2
+        # Two turns done: the thread rolls over while it waits.
+        assert await rolled_over(stack, thread, 2) >= 2
         view = (await http.get(f"/threads/{thread}")).json()
         assert view["status"] == "awaiting_tool_results"
         assert [c["toolCallId"] for c in view["pendingToolCalls"]] == [wire_id]

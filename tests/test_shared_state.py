@@ -18,11 +18,11 @@ from tests.support import (
     parse_sse,
     persisted_messages,
     post_run,
+    rolled_over,
     run_input,
     store_snapshot,
     text_of,
     user,
-    workflow_runs,
 )
 
 stack = store_stacks("state", {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1"})
@@ -234,7 +234,7 @@ async def test_what_the_thread_controls_keep_carries_across_continue_as_new(
     start = next(e for e in r1 if e["type"] == "TEXT_MESSAGE_START")
     answer = {"id": start["messageId"], "role": "assistant", "content": "echo: hello"}
     await post_run(http, "demo", run_input(thread, "r2", [first, answer, second], []))
-    assert await workflow_runs(stack, thread) >= 3  # two rollovers since r1
+    assert await rolled_over(stack, thread, 3) >= 3  # two rollovers since r1
     view = (await http.get(f"/threads/{thread}")).json()
     assert view["metadata"] == {"title": "Carried", "tags": ["kept"]}
     status, r3 = await post_run(http, "demo", run_input(thread, "r3", [first, answer, second], []))

@@ -65,7 +65,6 @@ from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import owned_thread_id, visibility_query
 from durable_agui.event_store import LoggedEvent, event_log, new_threads_log
 from durable_agui.event_store.base import read_run
-from durable_agui.sessions.store import STORE_ERRORS
 
 WORKFLOW_TYPE = "AgentThreadWorkflow"
 ROLLOVER_RETRIES = 25
@@ -352,6 +351,8 @@ async def with_early_answers(
     run_id = state.current_run_id
     if run_id is None or not request.frontend_tools:
         return None
+    from durable_agui.sessions import STORE_ERRORS  # the stores' drivers, on first use
+
     try:
         logged = await run_events_so_far(client, settings, thread_id, request.principal, state)
     except (RPCError, WorkflowUpdateFailedError):
