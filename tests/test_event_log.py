@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sqlite3
 from collections import Counter
 from typing import Any
@@ -151,6 +152,80 @@ async def test_a_log_that_refuses_writes_mid_turn_fails_the_attempt_and_the_retr
     assert events[-1]["type"] == "RUN_FINISHED"
     history = persisted_messages(cluster.store, "log-locked")
     assert [m["role"] for m in history] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("cluster", ["file"], indirect=True)
+async def test_a_follower_gets_the_runs_end_while_the_log_still_refuses_writes(
+    cluster: Cluster,
+) -> None:
+    """The log refuses writes for longer than every attempt of the turn: the run ends with
+    ``RUN_ERROR`` in the thread, and a client following it gets that end (read from the
+    thread, without an id) while the log still refuses, after the ends of the message the
+    dead attempts left open."""
+    cluster.start_worker("w", SLOW_MODEL)
+    url = cluster.start_api("api")
+    body = run_input("log-refuses", "r1", [{"id": "u1", "role": "user", "content": words(40)}], [])
+    locked, release = asyncio.Event(), asyncio.Event()
+
+    async def hold_the_write_lock() -> None:
+        holder = sqlite3.connect(cluster.data_dir / "sessions" / EVENTS_FILE, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        locked.set()
+        await release.wait()
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    tasks: list[asyncio.Task[None]] = []
+
+    async def lock_mid_answer(events: list[dict[str, Any]]) -> None:
+        if not tasks and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+            tasks.append(asyncio.create_task(hold_the_write_lock()))
+            await locked.wait()
+
+    try:
+        async with httpx.AsyncClient(timeout=120) as http:
+            events, _ = await stream_run(http, f"{url}/agents/demo", lock_mid_answer, json=body)
+        assert not release.is_set()  # the stream ended while the log refused writes
+    finally:
+        release.set()
+        await asyncio.gather(*tasks)
+    check_stream(events)
+    assert events[-1]["type"] == "RUN_ERROR", events[-1]
+    assert events[-1]["code"] == "SessionStoreUnavailable", events[-1]
+
+
+async def test_a_follower_of_a_deleted_threads_run_ends_when_its_id_is_taken_again(
+    cluster: Cluster,
+) -> None:
+    """An API paused (SIGSTOP) while it follows a run; meanwhile the thread is deleted and
+    its id starts a new thread, whose first write removes the tombstone. Resumed, the
+    follower finds the thread no longer knows its run and ends with one ``RUN_ERROR``."""
+    cluster.start_worker("w", SLOW_MODEL)
+    paused, other = cluster.start_api("paused"), cluster.start_api("other")
+    text = words(60)
+    body = run_input("reused", "r1", [{"id": "u1", "role": "user", "content": text}], [])
+    async with httpx.AsyncClient(timeout=120) as http:
+        posted = asyncio.create_task(post_run(http_at(http, other), "demo", body))
+        await asyncio.sleep(1.0)
+        following = asyncio.create_task(
+            http.get(f"{paused}/threads/reused/runs/r1/events", timeout=120)
+        )
+        await asyncio.sleep(1.0)
+        cluster.processes["paused"].send_signal(signal.SIGSTOP)
+        try:
+            assert (await http.delete(f"{other}/threads/reused")).status_code in (202, 204)
+            _, ended = await posted
+            assert ended[-1]["code"] == "ThreadDeleted", ended[-1]
+            hello = {"id": "u2", "role": "user", "content": "hello"}
+            status, fresh = await post_run(
+                http_at(http, other), "demo", run_input("reused", "n1", [hello], [])
+            )
+            assert status == 200 and text_of(fresh) == "echo: hello"
+        finally:
+            cluster.processes["paused"].send_signal(signal.SIGCONT)
+        followed = parse_sse((await following).text)
+    check_stream(followed)
+    assert followed[-1]["type"] == "RUN_ERROR", followed[-1]
 
 
 async def history_counts(cluster: Cluster, thread: str) -> Counter[str]:

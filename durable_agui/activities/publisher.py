@@ -112,7 +112,7 @@ class RunEventPublisher:
         if self._log is None or not prelude:
             return
         entries = [LogEntry(e.run_id, e.data, e.key) for e in prelude]
-        await asyncio.to_thread(self._log.append, self._session_id, entries)
+        await asyncio.to_thread(self._append_entries, entries)
 
     def fence(self, store: SessionStore, writer: Writer) -> None:
         """From now on, append only while ``writer`` holds the session."""
@@ -166,8 +166,10 @@ class RunEventPublisher:
             await self._stream.flush()
 
     def _append(self, batch: list[dict[str, Any]]) -> None:
+        self._append_entries([LogEntry(self._run_id, wire) for wire in batch])
+
+    def _append_entries(self, entries: list[LogEntry]) -> None:
         assert self._log is not None
-        entries = [LogEntry(self._run_id, wire) for wire in batch]
         if self._fence is None:
             self._log.append(self._session_id, entries)
             return

@@ -490,16 +490,16 @@ class TurnActivities:
         log = required_log(self._settings) if turn.event_log else None
         with store_errors_as_application_errors():
             async with RunEventPublisher(turn.run_id, interval, log, session_id) as events:
-                await events.write_prelude(turn.prelude)  # RUN_STARTED, before the turn's
-                # First, before anything can fail: an earlier attempt's open messages are
-                # closed, so a RUN_ERROR that may end the run never follows an unfinished one.
-                if activity.info().attempt > 1:
-                    await events.close_previous_attempt(activity.info().attempt)
-                # From here on an earlier attempt still running (the server gave it up while
-                # it was away) writes nothing: each write checks who holds the session.
+                # First: from here on an earlier attempt still running (the server gave it
+                # up while it was away) writes nothing, to the session or to the run's
+                # events: each write checks who holds the session. (A reader closes what a
+                # dead attempt left open before the run's end, if this one cannot.)
                 writer = attempt_writer()
                 await asyncio.to_thread(store.claim, session_id, writer)
                 events.fence(store, writer)
+                await events.write_prelude(turn.prelude)  # RUN_STARTED, before the turn's
+                if activity.info().attempt > 1:
+                    await events.close_previous_attempt(activity.info().attempt)
                 start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id, writer)

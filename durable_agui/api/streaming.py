@@ -14,7 +14,12 @@ from datetime import timedelta
 from ag_ui.core import EventType, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -131,12 +136,17 @@ class LogSource:
 
     async def _unlogged(self, run_id: str) -> list[LoggedEvent]:
         state = await read_thread(self.client.get_workflow_handle(self.workflow_id), None)
-        waiting = [
-            LoggedEvent(UNLOGGED, e.data, e.run_id, e.key)
-            for e in state.unlogged_events
-            if e.run_id == run_id
-        ]
-        return self._new(waiting)
+        return self._waiting(state, run_id)
+
+    def _waiting(self, state: ThreadState, run_id: str) -> list[LoggedEvent]:
+        """The run's events the thread holds that the log does not, not sent yet."""
+        return self._new(
+            [
+                LoggedEvent(UNLOGGED, e.data, e.run_id, e.key)
+                for e in state.unlogged_events
+                if e.run_id == run_id
+            ]
+        )
 
     async def retained(
         self, run_id: str, offset: int, end: int, finished: bool = False
@@ -194,11 +204,34 @@ class LogSource:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), timeout=RECHECK_S)
                 if time.monotonic() - quiet_since >= ALIVE_CHECK_S:
-                    if not await self._thread_running():
-                        for event in (await self._read(run_id, offset))[0]:
-                            yield event
+                    waiting, stop = await self._after_quiet(run_id)
+                    for event in waiting:
+                        yield event
+                    if stop:
+                        if not _ends(waiting):
+                            for event in (await self._read(run_id, offset))[0]:
+                                yield event
                         return
                     quiet_since = time.monotonic()
+
+    async def _after_quiet(self, run_id: str) -> tuple[list[LoggedEvent], bool]:
+        """After ``ALIVE_CHECK_S`` without an event, ask the thread: the run's events it
+        holds that the log does not (its end, when the log refuses writes but can be read),
+        and whether to stop following: the run's end is among them, or the thread no longer
+        knows the run (it was deleted and its id taken by a new thread, or its workflow
+        closed)."""
+        handle = self.client.get_workflow_handle(self.workflow_id)
+        try:
+            state = await read_thread(handle, None)
+        except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            return [], not await self._thread_running()
+        waiting = self._waiting(state, run_id)
+        known = (
+            run_id == state.current_run_id
+            or run_id in state.queued_run_ids
+            or run_id in state.finished_run_ids
+        )
+        return waiting, _ends(waiting) or not known
 
     async def _thread_running(self) -> bool:
         try:
@@ -312,21 +345,21 @@ class _RunReader:
         self.still_open = OpenParts()
 
     def frames(self, item: LoggedEvent) -> list[str]:
-        """The frames of ``item``: its own, with ``id: <offset>``; an event read from the
-        thread's state has no id (``UNLOGGED``), and a run's end read there first closes
-        what the run left open (the turn could not write its own ends either)."""
+        """The frames of ``item``: its own, with ``id: <offset>`` (none for an event read
+        from the thread's state, ``UNLOGGED``). A run's end first closes what the stream
+        left open, without ids: a turn attempt that died, or could not write, left its
+        message open, and the thread's end does not know it."""
         event = event_from_wire(item.data)
         if not self.settings.pending_tool_call_ids:
             event = without_pending_ids(event)
         self.ended = event.type in TERMINAL_EVENTS
-        if item.offset == UNLOGGED:
-            ends = self.still_open.ends() if self.ended else []
-            self.still_open.see(item.data)
-            return [self.encoder.encode(e) for e in [*ends, event]]
+        ends = [self.encoder.encode(e) for e in self.still_open.ends()] if self.ended else []
         self.still_open.see(item.data)
+        if item.offset == UNLOGGED:
+            return [*ends, self.encoder.encode(event)]
         self.offset = item.offset + 1
         self.end = max(self.end, self.offset)
-        return [f"id: {item.offset}\n{self.encoder.encode(event)}"]
+        return [*ends, f"id: {item.offset}\n{self.encoder.encode(event)}"]
 
     async def retained(self) -> AsyncIterator[str]:
         """What the source already holds (no waiting)."""

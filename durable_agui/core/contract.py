@@ -293,6 +293,9 @@ class RunAccepted(BaseModel):
     """The run had already finished (a retried POST): its events are all before ``stream_end``."""
     event_log: bool = False
     """The run's events are in the event log (offsets are the log's), not in the stream."""
+    replay: bool = False
+    """The thread already knew the run (a retried POST): its events may be anywhere in the
+    log; a new run's all come after the log's end when it was sent."""
 
 
 class ToolResultsRequest(BaseModel):
@@ -412,8 +415,8 @@ class ApprovedCall(BaseModel):
 
 class LoggedRunEvent(BaseModel):
     """One of the thread's own events for the event log: ``data`` (an AG-UI event as a
-    JSON object) of run ``run_id``, under idempotency key ``key`` (``<run>:<n>``, the n-th
-    event the thread published for the run)."""
+    JSON object) of run ``run_id``, under idempotency key ``key`` (``<workflow run id>:<n>``,
+    the n-th event that workflow run published)."""
 
     run_id: str
     key: str

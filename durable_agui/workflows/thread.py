@@ -169,7 +169,7 @@ class AgentThreadWorkflow:
         self._event_log = start.event_log
         self._outbox: list[LoggedRunEvent] = []
         self._flushing = False  # _append_outbox is under way
-        self._published: dict[str, int] = {}  # events published per run (their keys)
+        self._published = 0  # events published to the log by this workflow run (their keys)
 
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
@@ -358,6 +358,7 @@ class AgentThreadWorkflow:
                 stream_end=end,
                 finished=request.run_id in book.finished_run_ids,
                 event_log=self._event_log,
+                replay=True,
             )
         if request.digest:
             book.run_digests = recent(
@@ -734,9 +735,10 @@ class AgentThreadWorkflow:
         if not self._event_log:
             self._stream.topic(run_topic(run_id)).publish(data)
             return
-        n = self._published.get(run_id, 0)
-        self._published[run_id] = n + 1
-        self._outbox.append(LoggedRunEvent(run_id=run_id, key=f"{run_id}:{n}", data=data))
+        # Unique in the thread for ever (a run id can come back once the thread forgot it).
+        key = f"{workflow.info().run_id}:{self._published}"
+        self._published += 1
+        self._outbox.append(LoggedRunEvent(run_id=run_id, key=key, data=data))
 
     def _patched(self, patch_id: str) -> bool:
         """``workflow.patched``, settled for threads on the event log (``steps.patched``)."""
@@ -865,7 +867,6 @@ class AgentThreadWorkflow:
 
     async def _execute(self, run: RunRequest) -> None:
         restore = (self._book.message_count, self._book.last_turn_run_id)
-        self._published = {}  # only the run in progress publishes
         self._book.run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
         self._show_status()
