@@ -293,9 +293,6 @@ class RunAccepted(BaseModel):
     """The run had already finished (a retried POST): its events are all before ``stream_end``."""
     event_log: bool = False
     """The run's events are in the event log (offsets are the log's), not in the stream."""
-    replay: bool = False
-    """The thread already knew the run (a retried POST): its events may be anywhere in the
-    log; a new run's all come after the log's end when it was sent."""
 
 
 class ToolResultsRequest(BaseModel):

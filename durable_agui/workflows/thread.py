@@ -358,7 +358,6 @@ class AgentThreadWorkflow:
                 stream_end=end,
                 finished=request.run_id in book.finished_run_ids,
                 event_log=self._event_log,
-                replay=True,
             )
         if request.digest:
             book.run_digests = recent(

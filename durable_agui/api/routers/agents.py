@@ -25,7 +25,6 @@ from durable_agui.api.limits import (
 )
 from durable_agui.api.run_input import run_request
 from durable_agui.api.streaming import (
-    NO_END,
     RunWindow,
     log_end,
     run_event_frames,
@@ -197,10 +196,6 @@ async def run_agent(
         }
     )
     check_answers(request.tool_results, request.resume, settings)
-    session_id = session_id_for(thread_id, principal)
-    # A new run's events all come after this: a run id the thread has forgotten and takes
-    # again does not show the old run's.
-    before = await log_end(settings, session_id)
     try:
         accepted = await submit_run(client, settings, thread_id, request)
     except HTTPException as refused:
@@ -213,11 +208,13 @@ async def run_agent(
             raise
         accepted = await submit_run(client, settings, thread_id, early)
     workflow_id = workflow_id_for(thread_id, principal)
+    session_id = session_id_for(thread_id, principal)
     # After the thread took the run: a deletion's tombstone from before is not its end.
     since = await log_end(settings, session_id) if accepted.event_log else 0
     if accepted.event_log:
-        start = 0 if accepted.replay or before == NO_END else before
-        window = RunWindow(start=start, end=0, finished=accepted.finished)
+        # From the start: a retried POST gets the first POST's answer from Temporal (the
+        # same update id), so the run's events may be anywhere before the log's end.
+        window = RunWindow(start=0, end=0, finished=accepted.finished)
     else:
         window = RunWindow(
             start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
