@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 from durable_agui.activities import ReconcileActivities, TurnActivities
 from durable_agui.activities.events import EventLogActivities
 from durable_agui.activities.scheduled import ScheduledRunActivities
+from durable_agui.activities.telemetry import ActivityTelemetry
 from durable_agui.activities.webhook import WebhookActivities
 from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.core.settings import Settings, get_settings
@@ -67,6 +68,8 @@ def build_worker(
 
     ``client`` must use this package's data converter (``durable_agui.connect`` makes one);
     ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``;
+    ``interceptors`` are added after ``ActivityTelemetry``, which names each activity's thread
+    and run on its span and log lines;
     ``durable-agui worker`` adds ``workflow_runner=UnsandboxedWorkflowRunner()``: the thread
     workflow does no I/O, and the sandbox costs about a third of a turn's latency).
     To host threads on a worker of your own instead, add ``thread_workflows()`` and
@@ -78,11 +81,13 @@ def build_worker(
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
+    interceptors = [ActivityTelemetry(), *options.pop("interceptors", ())]
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=thread_workflows(),
         activities=thread_activities(settings, agents),
+        interceptors=interceptors,
         **options,
     )
 

@@ -19,7 +19,10 @@ from tests.support import post_run, run_input, text_of
 
 ROOT = Path(__file__).parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-SERVICES: dict[str, Any] = COMPOSE["services"]
+ALL_SERVICES: dict[str, Any] = COMPOSE["services"]
+SERVICES = {name: s for name, s in ALL_SERVICES.items() if "profiles" not in s}
+"""What ``docker compose up`` starts (no profile asked for)."""
+OTEL_PROFILE = {name: s for name, s in ALL_SERVICES.items() if "otel" in s.get("profiles", ())}
 
 
 def test_compose_has_the_production_shape() -> None:
@@ -42,7 +45,7 @@ def test_compose_has_the_production_shape() -> None:
 
 
 def test_every_image_is_pinned() -> None:
-    for name, service in SERVICES.items():
+    for name, service in ALL_SERVICES.items():
         image = service["image"]
         repository, _, tag = image.rpartition(":")
         assert repository and tag and tag != "latest", (name, image)
@@ -65,6 +68,8 @@ def test_long_running_services_have_health_checks_and_start_in_order() -> None:
 
 def test_the_app_environment_names_real_settings() -> None:
     fields = {f"DURABLE_AGUI_{name.upper()}" for name in Settings.model_fields}
+    # OpenTelemetry's standard variables, which its SDK and exporter read.
+    fields |= {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_TRACES_SAMPLER"}
     for app in ("api", "worker"):
         environment = SERVICES[app]["environment"]
         assert set(environment) <= fields, set(environment) - fields
@@ -135,3 +140,43 @@ async def test_a_server_without_the_search_attributes_is_told_and_the_setup_scri
             assert status == 200 and text_of(events) == "echo: hi", events
     finally:
         cluster.stop_all()
+
+
+def test_the_otel_profile_collects_spans_and_scrapes_every_process() -> None:
+    """``docker compose --profile otel up``: the collector takes OTLP (gRPC and HTTP) and
+    hands spans to Jaeger, Prometheus scrapes the metrics port the app services serve on,
+    Grafana has both and loads the dashboard."""
+    assert set(OTEL_PROFILE) == {"otel-collector", "jaeger", "prometheus", "grafana"}
+    collector = yaml.safe_load((ROOT / "deploy" / "otel-collector.yaml").read_text())
+    protocols = collector["receivers"]["otlp"]["protocols"]
+    assert protocols["grpc"]["endpoint"].endswith(":4317")
+    assert protocols["http"]["endpoint"].endswith(":4318")
+    for pipeline in collector["service"]["pipelines"].values():
+        assert set(pipeline["receivers"]) <= set(collector["receivers"])
+        assert set(pipeline["exporters"]) <= set(collector["exporters"])
+    assert collector["exporters"]["otlp/jaeger"]["endpoint"] == "jaeger:4317"
+    mounted = OTEL_PROFILE["otel-collector"]["volumes"][0].split(":")[1]
+    assert OTEL_PROFILE["otel-collector"]["command"] == [f"--config={mounted}"]
+
+    app = SERVICES["api"]["environment"]
+    port = app["DURABLE_AGUI_METRICS_ADDRESS"].removesuffix("}").rsplit(":", 1)[1]
+    worker = SERVICES["worker"]["environment"]
+    assert worker["DURABLE_AGUI_METRICS_ADDRESS"] == app["DURABLE_AGUI_METRICS_ADDRESS"]
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    (job,) = prometheus["scrape_configs"]
+    assert job["static_configs"][0]["targets"] == [f"api:{port}", f"worker:{port}"]
+    assert "http://otel-collector:4318" in (ROOT / "docker-compose.yml").read_text()
+
+    grafana = OTEL_PROFILE["grafana"]["volumes"]
+    provisioning = yaml.safe_load(
+        (ROOT / "deploy/grafana/provisioning/dashboards/dashboards.yml").read_text()
+    )
+    folder = provisioning["providers"][0]["options"]["path"]
+    assert f"./deploy/grafana/durable-agui.json:{folder}/durable-agui.json:ro" in grafana
+    sources = yaml.safe_load(
+        (ROOT / "deploy/grafana/provisioning/datasources/datasources.yml").read_text()
+    )
+    assert {s["url"] for s in sources["datasources"]} == {
+        "http://prometheus:9090",
+        "http://jaeger:16686",
+    }

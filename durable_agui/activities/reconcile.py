@@ -38,6 +38,7 @@ from durable_agui.sessions import (
     session_store,
 )
 from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.telemetry.tracing import ATTRIBUTE_NATIVE_TOOL_CALL_IDS, set_attributes
 from durable_agui.translation import tool_result_block, user_content_blocks
 
 VERIFY_ATTEMPTS = 5
@@ -193,6 +194,7 @@ class ReconcileActivities:
                 ``ReconcileFailed`` (anything else that is not the store being away), not
                 retried; ``SessionStoreUnavailable``, retried.
         """
+        set_attributes({ATTRIBUTE_NATIVE_TOOL_CALL_IDS: [r.native_id for r in request.results]})
         with store_errors_as_application_errors():
             async with heartbeating():
                 if request.user_messages:  # joins the results: its media checked and fetched

@@ -27,6 +27,7 @@ from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.state import StateEvents, turn_start_state
 from durable_agui.activities.store_errors import attempt_writer, store_errors_as_application_errors
+from durable_agui.activities.telemetry import measured_turn, tool_call_attributes
 from durable_agui.activities.turn_parts import (
     TurnAgent,
     approved_placeholder,
@@ -57,6 +58,7 @@ from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.telemetry.tracing import ATTRIBUTE_AGENT, ATTRIBUTE_RUN_ID, ATTRIBUTE_THREAD_ID
 from durable_agui.translation import (
     TurnTranslator,
     tool_result_block,
@@ -229,6 +231,13 @@ class TurnActivities:
         arguments = dict(built.arguments)
         if turn.context:
             arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
+        # On every span Strands makes for this turn (agent, model and tool calls).
+        arguments["trace_attributes"] = {
+            **(arguments.get("trace_attributes") or {}),
+            ATTRIBUTE_THREAD_ID: turn.thread_id,
+            ATTRIBUTE_RUN_ID: turn.run_id,
+            ATTRIBUTE_AGENT: turn.agent,
+        }
         try:
             agent = Agent(
                 **{"callback_handler": None, **arguments},
@@ -475,6 +484,14 @@ class TurnActivities:
         state too: the turn starts from the state recorded for its starting point
         (``turn_start_state``), and streams a fresh ``STATE_SNAPSHOT`` of it.
         """
+        with measured_turn(turn.agent) as measure:
+            output = await self._turn(turn)
+            measure.ended(output)
+        tool_call_attributes(output.tool_calls)
+        return output
+
+    async def _turn(self, turn: TurnInput) -> TurnOutput:
+        """``run_turn``'s work (it measures it)."""
         built = await self._build(turn)
         tools, placeholders, frontend_names = turn_tools(built, turn.frontend_tools)
         translator = TurnTranslator(

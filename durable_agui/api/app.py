@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, Response
 from fastapi_offline import FastAPIOffline
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
@@ -25,8 +27,10 @@ from durable_agui.api.errors import BODY_ERRORS, api_error, error_response, erro
 from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
 from durable_agui.api.routers import codec, schedules, threads
+from durable_agui.api.thread_counts import ThreadCounts
 from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings, get_settings
+from durable_agui.telemetry.metrics import api_instruments
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +144,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await context.temporal()  # fail at start, not on the first request
+        client = await context.temporal()  # fail at start, not on the first request
+        if settings.search_attributes:
+            loop = asyncio.get_running_loop()
+            api_instruments().thread_counts = ThreadCounts(client, loop)
         yield
 
     # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline. No
@@ -152,6 +159,12 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
+    # The request's span (the root of a run's trace, or a child of the caller's
+    # traceparent) and the HTTP server metrics, on the process's providers; one span per
+    # request, not one per SSE frame sent.
+    FastAPIInstrumentor.instrument_app(
+        app, excluded_urls="/healthz,/metrics", exclude_spans=["receive", "send"]
+    )
     app.include_router(router)
     # The Temporal UI calls /codec from the browser.
     app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))

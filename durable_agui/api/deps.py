@@ -14,6 +14,13 @@ from durable_agui.api.context import ApiContext, request_context
 from durable_agui.api.errors import api_error, temporal_unavailable
 from durable_agui.core.contract import THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.settings import Settings
+from durable_agui.telemetry.logs import bind_run_ids
+from durable_agui.telemetry.tracing import (
+    ATTRIBUTE_AGENT,
+    ATTRIBUTE_RUN_ID,
+    ATTRIBUTE_THREAD_ID,
+    set_attributes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +58,21 @@ def valid_thread_id(thread_id: str) -> str:
     return thread_id
 
 
-def thread_id_path(thread_id: Annotated[str, Path(alias="threadId")]) -> str:
-    return valid_thread_id(thread_id)
+async def thread_id_path(thread_id: Annotated[str, Path(alias="threadId")]) -> str:
+    """The checked ``threadId`` of the path; the request is then about that thread
+    (``observe_thread``). Async: a dependency run in the request's task, not a thread."""
+    checked = valid_thread_id(thread_id)
+    observe_thread(checked)
+    return checked
+
+
+def observe_thread(thread_id: str, run_id: str | None = None, agent: str | None = None) -> None:
+    """Name thread ``thread_id`` (and run ``run_id``, of ``agent``) on the request's span,
+    and the thread and run on every log line the request writes, its stream included. Call
+    it from the request's task (an async route or dependency)."""
+    named = {ATTRIBUTE_THREAD_ID: thread_id, ATTRIBUTE_RUN_ID: run_id, ATTRIBUTE_AGENT: agent}
+    set_attributes({key: value for key, value in named.items() if value})
+    bind_run_ids(thread_id, run_id)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -9,6 +9,7 @@ envelope), with ``errors`` added for a body that fails validation; ``type`` is a
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from fastapi import HTTPException
@@ -20,6 +21,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType
+from durable_agui.telemetry.metrics import api_instruments
+
+logger = logging.getLogger(__name__)
 
 STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.UNKNOWN_TOOL_CALL: 409,
@@ -108,10 +112,13 @@ def error_response(err: StarletteHTTPException) -> Response:
     which UTF-8 cannot encode. Being a Starlette ``Response``, it is also an ASGI app, for
     middleware that refuses a request: ``await error_response(api_error(...))(scope, ...)``.
     """
-    detail = err.detail
+    detail: Any = err.detail
     if not (isinstance(detail, dict) and "type" in detail):
         error_type = TYPE_BY_STATUS.get(err.status_code, ErrorType.HTTP_ERROR)
         detail = api_error(err.status_code, error_type, str(detail)).detail
+    refused = str(detail["type"])
+    api_instruments().refused.add(1, {"type": refused, "status": str(err.status_code)})
+    logger.info("refused %d %s: %s", err.status_code, refused, detail.get("message"))
     body = json.dumps({"detail": detail}, ensure_ascii=True, separators=(",", ":"))
     return Response(
         body, status_code=err.status_code, headers=err.headers, media_type="application/json"

@@ -52,6 +52,14 @@ class WebhookFailureView(CamelModel):
     failed_at: datetime
 
 
+class RunTraceView(CamelModel):
+    run_id: str
+    trace_id: str = Field(
+        description="The run's OpenTelemetry trace (32 hex digits): the request that sent it, "
+        "the thread's workflow, its activities and the agent's model and tool calls."
+    )
+
+
 class ThreadView(CamelModel):
     thread_id: str
     agent: str
@@ -68,6 +76,10 @@ class ThreadView(CamelModel):
     temporal_ui_url: str = Field(description="The thread's workflow in the Temporal Web UI.")
     metadata: ThreadMetadata | None = Field(
         default=None, description="The thread's title and tags (null: none set)."
+    )
+    recent_runs: list[RunTraceView] = Field(
+        default_factory=list,
+        description="The thread's last runs (at most 10), oldest first, with their trace ids.",
     )
     webhook_failures: list[WebhookFailureView] = Field(
         default_factory=list,

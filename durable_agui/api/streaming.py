@@ -30,6 +30,7 @@ from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import EventLog, LoggedEvent, event_log
 from durable_agui.event_store.base import UNLOGGED, is_tombstone
+from durable_agui.telemetry.metrics import api_instruments
 from durable_agui.translation.open_parts import OpenParts
 
 logger = logging.getLogger(__name__)
@@ -219,6 +220,7 @@ class LogSource:
                         return
                     await asyncio.sleep(OUTAGE_RECHECK_S)
                     continue
+                _record_lag(page)
                 for event in page:
                     yield event
                 if page:
@@ -264,6 +266,15 @@ class LogSource:
                 return False
             raise
         return described.status == WorkflowExecutionStatus.RUNNING
+
+
+def _record_lag(events: list[LoggedEvent]) -> None:
+    """``EVENT_LOG_LAG`` of events a live follower just read: now minus their append."""
+    now = time.time()
+    lag = api_instruments().event_log_lag
+    for event in events:
+        if event.appended_at is not None:
+            lag.record(max(now - event.appended_at, 0.0))
 
 
 def _waits_for_a_person(event: LoggedEvent) -> bool:
@@ -420,11 +431,22 @@ class _RunReader:
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
+    """An SSE response of ``frames``, counted in ``STREAM_FOLLOWERS`` while it streams."""
     return StreamingResponse(
-        frames,
+        _followed(frames),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def _followed(frames: AsyncIterator[str]) -> AsyncIterator[str]:
+    followers = api_instruments().followers
+    followers.add(1)
+    try:
+        async for frame in frames:
+            yield frame
+    finally:
+        followers.add(-1)
 
 
 async def log_end(settings: Settings, session_id: str) -> int:

@@ -92,7 +92,10 @@ async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
 
 
 def _digest(request: RunRequest) -> str:
-    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
+    # trace_parent is the thread's to set (and None here): left out, so digests of runs
+    # sent before it existed still match their retries.
+    body = request.model_dump_json(exclude={"trace_parent"})
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 async def submit_run(

@@ -15,7 +15,7 @@ from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
 from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, until_stopped
-from durable_agui.cli.serve import listen, serve, served_agents
+from durable_agui.cli.serve import listen, metrics_url, serve, served_agents
 from durable_agui.core.settings import Settings
 
 
@@ -112,10 +112,12 @@ async def _run_dev(
 def _say_dev_is_up(settings: Settings, server: DevServer, agents: AgentRegistry) -> None:
     api = f"http://{settings.api_host}:{settings.api_port}"
     endpoints = "\n".join(f"  AG-UI endpoint  {api}/agents/{name}" for name in agents)
+    metrics = f"  Metrics         {metrics_url(settings)}\n" if settings.metrics_address else ""
     print(
         f"durable-agui dev is up\n"
         f"{endpoints}\n"
         f"  API docs        {api}/docs\n"
+        f"{metrics}"
         f"  Temporal UI     {server.ui_url}\n"
         f"  Temporal gRPC   {server.address}\n"
         f"  sessions        {store_location(settings)}\n"

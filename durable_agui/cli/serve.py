@@ -26,6 +26,7 @@ from durable_agui.cli.lifecycle import CommandFailed, Stopping, one_line, until_
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
 from durable_agui.sessions import session_store
+from durable_agui.telemetry import Telemetry, start_telemetry
 from durable_agui.worker import build_worker
 
 TEMPORAL_CONNECT_TIMEOUT_S = 60.0
@@ -99,23 +100,56 @@ async def serve(
             not start within ``SERVING_TIMEOUT_S``, or a part ends by itself.
         RuntimeError: when the auth settings must not start (``check_auth_settings``).
     """
+    telemetry = start_telemetry(settings, _service_name(with_worker, api_socket is not None))
+    _serve_metrics(settings, telemetry)
     agents = await _agents_and_store(settings, agents, with_api=api_socket is not None)
-    client = await _connect(settings)
+    client = await _connect(settings, telemetry)
     # The API's own client gives up sooner (API_RETRY): a busy thread or an absent Temporal
     # is a 429 or 503 with Retry-After, not a request that hangs.
-    api_client = await _connect(settings, API_RETRY) if api_socket is not None else None
+    api_client = await _connect(settings, telemetry, API_RETRY) if api_socket is not None else None
     worker = _worker(client, settings, agents) if with_worker else None
     api = _api(settings, agents, api_client, api_socket) if api_socket is not None else None
     parts = _Parts(worker, api)
+    async with telemetry.running():
+        try:
+            parts.start(dev_server)
+            await _until_serving(settings, parts)
+            print(_serving_line(settings, parts), flush=True)
+            on_up(agents)
+            raise CommandFailed(await parts.first_to_end())
+        finally:
+            stopping.arm()
+            await parts.stop()
+
+
+def metrics_url(settings: Settings) -> str:
+    """Where this process's Prometheus metrics are (``settings.metrics_address`` is set)."""
+    return f"http://{settings.metrics_address}/metrics"
+
+
+def _service_name(with_worker: bool, with_api: bool) -> str:
+    """The ``service.name`` of the process's spans and metrics."""
+    if with_worker and with_api:
+        return "durable-agui"
+    return "durable-agui-worker" if with_worker else "durable-agui-api"
+
+
+def _serve_metrics(settings: Settings, telemetry: Telemetry) -> None:
+    """``telemetry.serve_metrics()``, a busy address said in one line.
+
+    Raises:
+        CommandFailed: the metrics address is busy or cannot be bound.
+    """
     try:
-        parts.start(dev_server)
-        await _until_serving(settings, parts)
-        print(_serving_line(settings, parts), flush=True)
-        on_up(agents)
-        raise CommandFailed(await parts.first_to_end())
-    finally:
-        stopping.arm()
-        await parts.stop()
+        telemetry.serve_metrics()
+    except OSError as err:
+        address = settings.metrics_address
+        if err.errno == errno.EADDRINUSE:
+            raise CommandFailed(
+                f"{address} (DURABLE_AGUI_METRICS_ADDRESS) is already in use; pick another "
+                "port for this process's metrics"
+            ) from None
+        raise CommandFailed(f"cannot serve metrics on {address}: {err.strerror or err}") from None
 
 
 def served_agents(settings: Settings) -> AgentRegistry:
@@ -263,6 +297,8 @@ def _serving_line(settings: Settings, parts: _Parts) -> str:
     serving = [f"task queue {settings.task_queue!r}"] if parts.worker is not None else []
     if parts.api is not None:
         serving.append(f"the API on http://{settings.api_host}:{settings.api_port}")
+    if settings.metrics_address is not None:
+        serving.append(f"metrics on {metrics_url(settings)}")
     return (
         f"durable-agui: serving {' and '.join(serving)} (Temporal {settings.temporal_address}, "
         f"sessions {store_location(settings)})"
@@ -316,7 +352,9 @@ async def _dev_server_exits(server: DevServer) -> None:
     )
 
 
-async def _connect(settings: Settings, retry_config: RetryConfig | None = None) -> Client:
+async def _connect(
+    settings: Settings, telemetry: Telemetry, retry_config: RetryConfig | None = None
+) -> Client:
     """``connect``, retried while Temporal is starting (it refuses connections, then answers
     "Frontend is not healthy yet") for up to ``TEMPORAL_CONNECT_TIMEOUT_S``; says once that
     it waits.
@@ -330,7 +368,12 @@ async def _connect(settings: Settings, retry_config: RetryConfig | None = None) 
     while True:
         try:
             async with asyncio.timeout(10):  # not wait_for: see frontend_healthy
-                return await connect(settings, retry_config)
+                return await connect(
+                    settings,
+                    retry_config,
+                    runtime=telemetry.runtime,
+                    plugins=telemetry.plugins,
+                )
         except (RuntimeError, TimeoutError) as err:
             if loop.time() > deadline:
                 raise CommandFailed(

@@ -273,6 +273,9 @@ class RunRequest(BaseModel):
     early_tool_results: list[ToolResult] = Field(default_factory=list)
     """Answers to frontend calls the run in progress has streamed but not yet handed to the
     thread (its turn has not ended): judged and taken when this run starts, behind it."""
+    trace_parent: str | None = None
+    """Set by the thread, not the client: the W3C ``traceparent`` of the request that sent
+    the run (55 characters), so the run's turn joins that request's trace."""
 
 
 class RunAccepted(BaseModel):
@@ -458,6 +461,9 @@ class ThreadState(BaseModel):
     """The thread's own events not in the event log yet (their write is under way, or waits
     for the log's store to come back), in order: a reader that does not find a run's end in
     the log finds it here."""
+    run_trace_ids: dict[str, str] = Field(default_factory=dict)
+    """The trace id of each recent run (the last ``KEEP_RUN_EVENTS`` that had one), oldest
+    first: where an operator finds the run's spans."""
 
 
 class BatchState(BaseModel):
@@ -513,6 +519,8 @@ class ThreadCarry(BaseModel):
     last_turn_run_id: str | None = None
     """The run whose turn last completed: the ids of the assistant messages it streamed
     (``<runId>-a<attempt>-m<n>``) name the thread's latest history."""
+    run_trace_ids: dict[str, str] = Field(default_factory=dict)
+    """The trace id of each recent run (``ThreadState.run_trace_ids``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -737,6 +745,8 @@ class ReconcileInput(BaseModel):
     expected_count: int | None = None
     """How many messages the thread recorded in its session; a store holding another
     number is inconsistent and nothing is written (``SessionStoreInconsistent``)."""
+    run_id: str | None = None
+    """The run that writes them (``None``: an expiry's, between runs), for its logs."""
 
 
 class ReconcileOutput(BaseModel):

@@ -48,6 +48,9 @@ class LoggedEvent:
     """The run it belongs to; ``""`` for a deleted thread's tombstone (the event log)."""
     key: str | None = None
     """Its idempotency key (the thread's own events, in the event log)."""
+    appended_at: float | None = None
+    """When it was appended to the event log (Unix seconds, the writer's clock); ``None``
+    elsewhere, and for events appended before the log kept it."""
 
 
 async def read_thread(handle: WorkflowHandle[Any, Any], principal: str | None) -> ThreadState:

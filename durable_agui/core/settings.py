@@ -185,6 +185,36 @@ class Settings(BaseSettings):
     ``@ag-ui/core`` 0.0.x (CopilotKit 1.61, the AG-UI Dojo): their success outcome is a
     closed object, so the key fails the whole run there and its frontend tools never run."""
 
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Records below this level are not written (serving commands)."""
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """``json``: one JSON object per line; ``text``: one line of text; ``auto``: JSON
+    unless standard error is a terminal. Every line names its thread, run and trace."""
+    metrics_address: str | None = None
+    """``host:port`` where this process serves its Prometheus metrics (``/metrics``;
+    Temporal's runtime metrics included), for example ``127.0.0.1:9464``; unset (the
+    default): none. The worker and the API of one machine need one each."""
+    trace_content: bool = False
+    """Let spans carry message contents (prompts, answers, tool arguments and results, as
+    Strands records them). Off (the default): every content attribute is redacted."""
+
+    @field_validator("metrics_address")
+    @classmethod
+    def _host_and_port(cls, address: str | None) -> str | None:
+        if address is not None:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{address!r} is not host:port (for example 127.0.0.1:9464)")
+        return address
+
+    @property
+    def metrics_endpoint(self) -> tuple[str, int] | None:
+        """``metrics_address`` as ``(host, port)`` (brackets of an IPv6 host removed)."""
+        if self.metrics_address is None:
+            return None
+        host, _, port = self.metrics_address.rpartition(":")
+        return host.strip("[]"), int(port)
+
     @field_validator("webhook_url")
     @classmethod
     def _webhook_is_http(cls, url: str | None) -> str | None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from collections.abc import Sequence
+
+from temporalio.client import Client, Plugin
+from temporalio.runtime import Runtime
 from temporalio.service import RetryConfig
 
 from durable_agui.core.codec import data_converter_for
@@ -14,10 +17,18 @@ whose update slots are all taken, or a Temporal server that is away, is answered
 or 503 and ``Retry-After`` instead of an HTTP request that hangs."""
 
 
-async def connect(settings: Settings, retry_config: RetryConfig | None = None) -> Client:
+async def connect(
+    settings: Settings,
+    retry_config: RetryConfig | None = None,
+    *,
+    runtime: Runtime | None = None,
+    plugins: Sequence[Plugin] = (),
+) -> Client:
     """A Temporal client with the pydantic data converter (and the encryption codec when a
     key is configured): the same on every side. ``retry_config``: ``API_RETRY`` for the
-    API; ``None`` keeps the SDK's.
+    API; ``None`` keeps the SDK's. ``runtime`` and ``plugins``: the process's telemetry
+    (``durable_agui.telemetry.Telemetry``), inherited by workers made from the client;
+    ``None`` and none: the SDK's default runtime, no tracing.
 
     Raises:
         RuntimeError: Temporal cannot be reached (the SDK's connection error).
@@ -27,4 +38,6 @@ async def connect(settings: Settings, retry_config: RetryConfig | None = None) -
         namespace=settings.temporal_namespace,
         data_converter=data_converter_for(settings),
         retry_config=retry_config,
+        runtime=runtime,
+        plugins=plugins,
     )

@@ -7,10 +7,22 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from typing import Any
 
 import psycopg
-from sqlalchemy import BigInteger, Column, Index, Table, Text, delete, func, select, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    Table,
+    Text,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
 
@@ -37,6 +49,7 @@ event_table = Table(
     Column("run_id", Text, nullable=False),
     Column("idempotency_key", Text),
     Column("data", Text, nullable=False),
+    Column("appended_at", Double),  # Unix seconds, migration 0004
     Index("durable_agui_event_by_run", "session_id", "run_id", "event_offset"),
     Index(
         "durable_agui_event_by_key",
@@ -107,6 +120,7 @@ class PostgresEventLog(EventLog):
                     ).scalars()
                 )
             rows: list[dict[str, Any]] = []
+            now = time.time()
             for entry in entries:
                 if entry.key is not None and entry.key in held:
                     continue
@@ -117,6 +131,7 @@ class PostgresEventLog(EventLog):
                         "run_id": entry.run_id,
                         "idempotency_key": entry.key,
                         "data": _dumps(entry.data),
+                        "appended_at": now,
                     }
                 )
                 end += 1
@@ -139,6 +154,7 @@ class PostgresEventLog(EventLog):
                     event_table.c.run_id,
                     event_table.c.idempotency_key,
                     event_table.c.data,
+                    event_table.c.appended_at,
                 )
                 .where(
                     event_table.c.session_id == thread,
@@ -149,7 +165,8 @@ class PostgresEventLog(EventLog):
                 .limit(limit)
             ).all()
         return [
-            LoggedEvent(int(offset), json.loads(data), run, key) for offset, run, key, data in rows
+            LoggedEvent(int(offset), json.loads(data), run, key, appended_at)
+            for offset, run, key, data, appended_at in rows
         ]
 
     def end(self, thread: str) -> int:

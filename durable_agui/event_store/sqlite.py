@@ -9,6 +9,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from durable_agui.event_store.base import (
@@ -29,12 +30,14 @@ CREATE TABLE IF NOT EXISTS event (
     run_id TEXT NOT NULL,
     idempotency_key TEXT,
     data TEXT NOT NULL,
+    appended_at REAL,
     PRIMARY KEY (thread, event_offset)
 );
 CREATE INDEX IF NOT EXISTS event_by_run ON event (thread, run_id, event_offset);
 CREATE UNIQUE INDEX IF NOT EXISTS event_by_key ON event (thread, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 """
+COLUMNS = "(thread, event_offset, run_id, idempotency_key, data, appended_at)"
 BUSY_TIMEOUT_MS = 5000
 
 
@@ -65,6 +68,7 @@ class SqliteEventLog(EventLog):
             connection.execute("PRAGMA synchronous=NORMAL")
             if not self._prepared:
                 connection.executescript(SCHEMA)
+                _add_appended_at(connection)
                 self._prepared = True
             self._local.connection = connection
         return connection
@@ -95,12 +99,13 @@ class SqliteEventLog(EventLog):
                     )
                 }
             rows = []
+            now = time.time()
             for entry in entries:
                 if entry.key is not None and entry.key in held:
                     continue
-                rows.append((thread, end, entry.run_id, entry.key, _dumps(entry.data)))
+                rows.append((thread, end, entry.run_id, entry.key, _dumps(entry.data), now))
                 end += 1
-            connection.executemany("INSERT INTO event VALUES (?, ?, ?, ?, ?)", rows)
+            connection.executemany(f"INSERT INTO event {COLUMNS} VALUES (?, ?, ?, ?, ?, ?)", rows)
             connection.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -112,11 +117,15 @@ class SqliteEventLog(EventLog):
         self, thread: str, run_id: str, start: int, limit: int = 1000, tombstone: bool = True
     ) -> list[LoggedEvent]:
         rows = self._connection().execute(
-            "SELECT event_offset, run_id, idempotency_key, data FROM event WHERE thread = ? AND run_id IN (?, ?) "
-            "AND event_offset >= ? ORDER BY event_offset LIMIT ?",
+            "SELECT event_offset, run_id, idempotency_key, data, appended_at FROM event "
+            "WHERE thread = ? AND run_id IN (?, ?) AND event_offset >= ? "
+            "ORDER BY event_offset LIMIT ?",
             (thread, run_id, DELETED_RUN if tombstone else run_id, start, limit),
         )
-        return [LoggedEvent(offset, json.loads(data), run, key) for offset, run, key, data in rows]
+        return [
+            LoggedEvent(offset, json.loads(data), run, key, appended_at)
+            for offset, run, key, data, appended_at in rows
+        ]
 
     def end(self, thread: str) -> int:
         (end,) = (
@@ -137,8 +146,8 @@ class SqliteEventLog(EventLog):
             ).fetchone()
             connection.execute("DELETE FROM event WHERE thread = ?", (thread,))
             connection.execute(
-                "INSERT INTO event VALUES (?, ?, ?, NULL, ?)",
-                (thread, end, DELETED_RUN, _dumps(tombstone_event())),
+                f"INSERT INTO event {COLUMNS} VALUES (?, ?, ?, NULL, ?, ?)",
+                (thread, end, DELETED_RUN, _dumps(tombstone_event()), time.time()),
             )
             connection.execute("COMMIT")
         except BaseException:
@@ -153,6 +162,19 @@ class SqliteEventLog(EventLog):
 
     def describe(self) -> str:
         return f"sqlite {self.path}"
+
+
+def _add_appended_at(connection: sqlite3.Connection) -> None:
+    """Give a log file made before ``appended_at`` existed that column (its events keep
+    none); another process doing the same at once is no error."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(event)")}
+    if "appended_at" in columns:
+        return
+    try:
+        connection.execute("ALTER TABLE event ADD COLUMN appended_at REAL")
+    except sqlite3.OperationalError as err:
+        if "duplicate column" not in str(err):
+            raise
 
 
 def _dumps(data: object) -> str:

@@ -95,12 +95,17 @@ class Judgement:
 class Closing:
     """What closing a batch hands on: ``results`` to write over the placeholders,
     ``approved`` calls to run, ``told`` (wire id, text) results to stream to the client,
-    ``anchor`` the native id of the batch's last call (``None``: the batch was empty)."""
+    ``anchor`` the native id of the batch's last call (``None``: the batch was empty),
+    ``reasons`` how many calls and approvals closed for each reason."""
 
     results: list[NativeToolResult] = field(default_factory=list)
     approved: list[ApprovedCall] = field(default_factory=list)
     told: list[tuple[str, str]] = field(default_factory=list)
     anchor: str | None = None
+    reasons: dict[ClosedReason, int] = field(default_factory=dict)
+
+    def count(self, reason: ClosedReason) -> None:
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
 
 class ToolCallBatch:
@@ -355,6 +360,7 @@ class ToolCallBatch:
             reason = unanswered
             call.result = ToolResult(tool_call_id=call.wire_id, error=NO_ANSWER[reason])
             into.told.append((call.wire_id, NO_ANSWER[reason]))
+        into.count(reason)
         self.state.closed_calls[call.wire_id] = (call.result.answer_digest(), reason)
         into.results.append(
             NativeToolResult(
@@ -376,6 +382,7 @@ class ToolCallBatch:
             )
             into.told.append((interrupt.wire_id, NO_ANSWER[reason]))
         answer = interrupt.resolution
+        into.count(reason)
         self.state.closed_interrupts[interrupt.interrupt_id] = (answer.answer_digest(), reason)
         if answer.status == "resolved":
             into.approved.append(

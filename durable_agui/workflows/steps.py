@@ -159,8 +159,11 @@ async def deliver_webhook(delivery: WebhookDelivery, attempts: int) -> None:
     )
 
 
-def start_turn(request: TurnInput) -> workflow.ActivityHandle[TurnOutput]:
-    """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)."""
+def start_turn(
+    request: TurnInput, trace_id: str | None = None
+) -> workflow.ActivityHandle[TurnOutput]:
+    """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point).
+    ``trace_id``: the run's trace, named in the summary (find the run's spans by it)."""
     approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)
     return workflow.start_activity(
         "run_turn",
@@ -172,7 +175,8 @@ def start_turn(request: TurnInput) -> workflow.ActivityHandle[TurnOutput]:
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=f"turn of run {request.run_id}"
         + ("" if request.user_messages else " (continuation)")
-        + approved,
+        + approved
+        + (f", trace {trace_id}" if trace_id else ""),
     )
 
 

@@ -13,6 +13,7 @@ open the loop waits on a durable timer as well: unanswered calls expire.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -72,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
         run_topic,
     )
     from durable_agui.core.outcomes import utc_text
+    from durable_agui.telemetry.tracing import trace_parent
     from durable_agui.workflows import steps
     from durable_agui.workflows.batch import (
         MAX_BATCH_ANSWER_BYTES,
@@ -99,6 +101,7 @@ with workflow.unsafe.imports_passed_through():
         PATCH_WEBHOOKS,
         patched,
     )
+    from durable_agui.workflows.telemetry import RunOutcome, ThreadTelemetry
 
 RECENT_FAILURES = 10
 """Webhook deliveries that failed for good, kept on the thread (``webhook_failures``)."""
@@ -144,6 +147,7 @@ class AgentThreadWorkflow:
         self._answer_timeout = timedelta(seconds=start.answer_timeout_s)
         self._book = start.carry or ThreadCarry()
         self._batch = ToolCallBatch(self._book.batch)
+        self._telemetry = ThreadTelemetry(self._thread_id, self._agent)
         self._turns_at_start = self._book.turns
         # Only while a run is in progress (never carried: a rollover waits for idle).
         self._current_run_id: str | None = None
@@ -226,6 +230,7 @@ class AgentThreadWorkflow:
             await steps.delete_session(self._session_id)
         self._stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        self._telemetry.expired()
         return True
 
     # -- continue-as-new --------------------------------------------------------------------
@@ -317,6 +322,7 @@ class AgentThreadWorkflow:
             metadata=self._book.metadata,
             event_log=self._event_log,
             unlogged_events=self._outbox,
+            run_trace_ids=self._book.run_trace_ids,
         )
 
     @workflow.query
@@ -364,7 +370,7 @@ class AgentThreadWorkflow:
                 {**book.run_digests, request.run_id: request.digest}, RECENT_RUNS
             )
         acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
-        self._batch.take(request.tool_results, request.resume)
+        self._take(request.tool_results, request.resume)
         taken = book.taken_message_digests
         rewind_to = self._rewind_point(request)
         if rewind_to is not None and self._patched(PATCH_REWIND):
@@ -378,7 +384,8 @@ class AgentThreadWorkflow:
             book.frontend_tools = request.frontend_tools
         if request.metadata is not None:
             self._set_metadata(request.metadata)
-        queued = request.model_copy(update={"user_messages": fresh})
+        # The run's turn joins the trace of the request that sent it.
+        queued = request.model_copy(update={"user_messages": fresh, "trace_parent": trace_parent()})
         if (
             request.multitask_strategy in ("interrupt", "rollback")
             and self._current_run_id is not None
@@ -401,6 +408,19 @@ class AgentThreadWorkflow:
             stream_end=end,
             event_log=self._event_log,
         )
+
+    def _take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
+        """``ToolCallBatch.take``; each answer taken now is timed from its call."""
+        accepted = self._batch.take(results, resume)
+        for answer_id in accepted:
+            call = self._batch.calls.get(answer_id)
+            if call is not None:
+                self._telemetry.answered("tool_call", call.expires_at - self._answer_timeout)
+                continue
+            interrupt = self._batch.interrupts.get(answer_id)
+            if interrupt is not None:
+                self._telemetry.answered("approval", interrupt.expires_at - self._answer_timeout)
+        return accepted
 
     def _interrupt(self, *, rollback: bool) -> None:
         """Stop the run in progress at its next safe point, as ``cancel_run`` does; with
@@ -556,12 +576,14 @@ class AgentThreadWorkflow:
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
         """Take in answers; when they complete the batch, queue the continuation run."""
         acknowledged = self._batch.acknowledged(request.results, request.resume)
-        accepted = self._batch.take(request.results, request.resume)
+        accepted = self._take(request.results, request.resume)
         self._show_status()
         run_id: str | None = None
         if accepted and self._batch.is_complete:
             run_id = request.run_id
-            self._book.queue.append(RunRequest(run_id=run_id, agent=self._agent))
+            self._book.queue.append(
+                RunRequest(run_id=run_id, agent=self._agent, trace_parent=trace_parent())
+            )
         return ToolResultsAccepted(
             accepted=accepted,
             acknowledged=acknowledged,
@@ -670,6 +692,9 @@ class AgentThreadWorkflow:
         With ``run_id``, the client is told each result it did not send, in that run's
         stream."""
         closing = self._batch.close(unanswered)
+        closed = [(self._batch.native_to_wire(r.native_id), r.native_id) for r in closing.results]
+        closed += [(call.wire_id, call.native_id) for call in closing.approved]
+        self._telemetry.closed(closing.reasons, closed, run_id)
         self._book.tail.extend(closing.results)
         self._book.approved.extend(closing.approved)
         if closing.anchor is not None:
@@ -694,7 +719,12 @@ class AgentThreadWorkflow:
         try:
             await self._write_tail([])
         except ActivityError:
-            workflow.logger.exception("writing expired results failed; the next run retries")
+            self._telemetry.log(
+                logging.ERROR,
+                None,
+                "writing expired results failed; the next run retries",
+                exc_info=True,
+            )
 
     async def _write_tail(self, user_messages: list[UserInput], cancellable: bool = False) -> bool:
         """Write the tail over the placeholders (and the new user input after them).
@@ -713,6 +743,7 @@ class AgentThreadWorkflow:
             user_messages=user_messages,
             anchor_native_id=book.tail_anchor,
             expected_count=book.message_count,
+            run_id=self._current_run_id,
         )
         wire_ids = {n: w for w, n in self._batch.state.tool_call_ids.items()}
         handle = steps.start_reconcile(request, wire_ids)
@@ -773,7 +804,9 @@ class AgentThreadWorkflow:
                 except (ActivityError, ApplicationError) as err:
                     # Not retried by Temporal (a worker without the log): the events wait,
                     # in order, for a worker that has it.
-                    workflow.logger.warning("appending the thread's events failed: %s", err)
+                    self._telemetry.log(
+                        logging.WARNING, None, "appending the thread's events failed: %s", err
+                    )
                     await workflow.sleep(APPEND_PAUSE)
                     continue
                 self._outbox = self._outbox[len(events) :]
@@ -865,6 +898,20 @@ class AgentThreadWorkflow:
         )
 
     async def _execute(self, run: RunRequest) -> None:
+        """Run ``run`` inside its span (the run's trace, kept on the thread for operators),
+        and count how it ended."""
+        with self._telemetry.run(run) as trace_id:
+            if trace_id is not None:
+                traced = {**self._book.run_trace_ids, run.run_id: trace_id}
+                self._book.run_trace_ids = recent(traced, KEEP_RUN_EVENTS)
+            outcome: RunOutcome = "error"
+            try:
+                outcome = await self._execute_run(run)
+            finally:
+                self._telemetry.run_finished(run.run_id, outcome, self._batch.waiting_ids())
+
+    async def _execute_run(self, run: RunRequest) -> RunOutcome:
+        """The run's steps; returns how it ended."""
         restore = (self._book.message_count, self._book.last_turn_run_id)
         self._book.run_start_offsets[run.run_id] = self._stream_end()
         self._current_run_id = run.run_id
@@ -886,25 +933,26 @@ class AgentThreadWorkflow:
                     run.run_id,
                     finished_event(self._thread_id, run.run_id, self._batch, self._run_usage),
                 )
-                return
+                return self._finished_outcome()
             if run.early_tool_results and self._patched(PATCH_EARLY_ANSWERS):
                 try:  # the calls they answer are in the batch now, or they are refused
                     self._check_answers(run.early_tool_results, [])
                 except ApplicationError as refused:
                     self._publish(run.run_id, run_error_event(refused))
                     self._forget_messages(run)
-                    return
-                self._batch.take(run.early_tool_results, [])
+                    return "error"
+                self._take(run.early_tool_results, [])
             await self._turn(run)
             self._publish(
                 run.run_id,
                 finished_event(self._thread_id, run.run_id, self._batch, self._run_usage),
             )
+            return self._finished_outcome()
         except _RunCancelled as cancelled:
             self._run_outcomes[run.run_id] = "cancelled"
             if self._deleting:
                 self._publish(run.run_id, deleted_event())
-                return
+                return "deleted"
             if cancelled.persisted and self._rollback_run_id == run.run_id:
                 # A first run counts the session in its turn: that count is its start.
                 start = restore[0] if restore[0] is not None else self._turn_start
@@ -920,11 +968,13 @@ class AgentThreadWorkflow:
                     usage=usage_entries(self._run_usage),
                 ),
             )
+            return "cancelled"
         except (ActivityError, steps.LocalActivityFailed) as err:
             self._publish(run.run_id, run_error_event(err.cause))
             # The failed turn is cut from the session by the next one: the client may send
             # its messages again under the same ids.
             self._forget_messages(run)
+            return "error"
         finally:
             await self._flush_events()
             self._current_run_id = None
@@ -933,6 +983,10 @@ class AgentThreadWorkflow:
             self._book.finished_run_ids = finished[-RECENT_RUNS:]
             self._idle_since = workflow.now()
             self._notify(run.run_id)
+
+    def _finished_outcome(self) -> RunOutcome:
+        """A run that finished: ``waiting`` when calls or approvals now wait for a person."""
+        return "waiting" if self._batch.waiting_ids() else "success"
 
     def _rewind(self, run: RunRequest, point: int) -> None:
         """Go back to session index ``point`` (a regenerate or an edit): the calls still open
@@ -1028,7 +1082,8 @@ class AgentThreadWorkflow:
                 event_log=self._event_log,
                 prelude=[e for e in self._outbox if e.run_id == run.run_id],
                 tool_call_ids=self._batch.state.tool_call_ids,
-            )
+            ),
+            self._book.run_trace_ids.get(run.run_id),
         )
         try:
             output = await self._turn_activity

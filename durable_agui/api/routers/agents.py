@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from ag_ui.core import AgentCapabilities, RunAgentInput
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
@@ -10,7 +12,13 @@ from pydantic import BaseModel
 from durable_agui.agents import AgentDefinition
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.capabilities import agent_capabilities
-from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, valid_thread_id
+from durable_agui.api.deps import (
+    AgentsDep,
+    SettingsDep,
+    TemporalDep,
+    observe_thread,
+    valid_thread_id,
+)
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.limits import (
     check_answers,
@@ -33,6 +41,8 @@ from durable_agui.api.streaming import (
 )
 from durable_agui.api.thread_client import submit_run, thread_state, with_early_answers
 from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(tags=["agents"])
 
@@ -122,6 +132,7 @@ async def connect_agent(
     """
     definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
+    observe_thread(thread_id)
     check_ids(run_input)
     try:
         state = await thread_state(client, thread_id, principal)
@@ -181,9 +192,11 @@ async def run_agent(
     """
     definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
+    observe_thread(thread_id)
     check_counts(run_input, settings)
     check_state_and_context(run_input, settings)
     check_ids(run_input)
+    observe_thread(thread_id, run_input.run_id, agent=agent)
     check_user_content(run_input)
     check_media(run_input, settings)
     check_tools(run_input, definition)
@@ -220,4 +233,8 @@ async def run_agent(
             start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
         )
     source = run_source(client, settings, workflow_id, session_id, accepted.event_log, since)
+    logger.info(
+        "run accepted%s",
+        f" behind {accepted.queued_behind} run(s)" if accepted.queued_behind else "",
+    )
     return sse_response(run_event_frames(source, settings, accepted.run_id, window))

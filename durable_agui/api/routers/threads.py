@@ -30,6 +30,7 @@ from durable_agui.api.models import (
     ForkOut,
     InterruptView,
     PendingToolCallView,
+    RunTraceView,
     ThreadList,
     ThreadMessages,
     ThreadMetadataPatch,
@@ -178,6 +179,10 @@ async def get_thread(
         workflow_id=workflow_id,
         temporal_ui_url=workflow_ui_url(settings, workflow_id),
         metadata=state.metadata,
+        recent_runs=[
+            RunTraceView(run_id=run_id, trace_id=trace_id)
+            for run_id, trace_id in state.run_trace_ids.items()
+        ],
         webhook_failures=[
             WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
         ],
