@@ -11,6 +11,9 @@ name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), o
   ``thread_workflows()`` and ``thread_activities(settings, agents)`` to register on a
   worker of your own (next to your own workflows, on ``settings.task_queue``);
 - ``connect(settings)``: a Temporal client with this package's data converter;
+- ``start_telemetry(settings, service_name)``: the process's traces, metrics and logs
+  (``README`` "Operate"), whose runtime and plugins ``connect`` takes, and
+  ``ActivityTelemetry`` for a worker of your own (``build_worker`` adds it);
 - ``emit(tool_context, event)``: AG-UI ``CUSTOM`` / ``ACTIVITY_*`` events from a backend tool.
 """
 
@@ -20,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from durable_agui.activities.telemetry import ActivityTelemetry
     from durable_agui.agents import (
         AgentDefinition,
         AgentDefinitionError,
@@ -37,9 +41,11 @@ if TYPE_CHECKING:
     from durable_agui.api.limits import RequestBodyCheck
     from durable_agui.core.settings import Settings, get_settings
     from durable_agui.core.temporal import connect
+    from durable_agui.telemetry import Telemetry, start_telemetry
     from durable_agui.worker import build_worker, thread_activities, thread_workflows
 
 _PUBLIC = {
+    "ActivityTelemetry": "durable_agui.activities.telemetry",
     "AgentDefinition": "durable_agui.agents",
     "AgentDefinitionError": "durable_agui.agents",
     "AgentFactory": "durable_agui.agents",
@@ -58,6 +64,8 @@ _PUBLIC = {
     "Settings": "durable_agui.core.settings",
     "get_settings": "durable_agui.core.settings",
     "connect": "durable_agui.core.temporal",
+    "Telemetry": "durable_agui.telemetry",
+    "start_telemetry": "durable_agui.telemetry",
     "build_worker": "durable_agui.worker",
     "thread_activities": "durable_agui.worker",
     "thread_workflows": "durable_agui.worker",
@@ -73,6 +81,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ActivityTelemetry",
     "AgentDefinition",
     "AgentDefinitionError",
     "AgentFactory",
@@ -83,6 +92,7 @@ __all__ = [
     "PredictState",
     "RequestBodyCheck",
     "Settings",
+    "Telemetry",
     "TurnContext",
     "add_error_handlers",
     "build_worker",
@@ -92,6 +102,7 @@ __all__ = [
     "emit",
     "get_settings",
     "load_agents",
+    "start_telemetry",
     "thread_activities",
     "thread_workflows",
 ]

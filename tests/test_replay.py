@@ -11,7 +11,13 @@ import gzip
 from pathlib import Path
 
 import pytest
+from opentelemetry import trace
 from temporalio.client import WorkflowHistory
+from temporalio.contrib.opentelemetry import (
+    OpenTelemetryPlugin,
+    ReplaySafeTracerProvider,
+    create_tracer_provider,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -26,13 +32,29 @@ def test_every_core_scenario_has_a_history() -> None:
         "round_trip", "parallel_calls", "abandonment", "expiry", "interrupt", "continue_as_new",
         "cancel", "cancel_during_reconcile", "first_count_fails", "shared_state", "double_text",
         "deletion", "early_answer", "webhooks", "idle_expiry", "regenerate",
-        "metadata", "cancelled_turn_fails", "event_log", "log_away",
+        "metadata", "cancelled_turn_fails", "event_log", "log_away", "traced",
     }  # fmt: skip
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda path: path.stem)
 async def test_history_replays(path: Path) -> None:
     replayer = Replayer(workflows=[AgentThreadWorkflow], data_converter=pydantic_data_converter)
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda path: path.stem)
+async def test_history_replays_with_tracing(path: Path) -> None:
+    """As ``durable-agui`` workers replay: Temporal's OpenTelemetry plugin on, run spans
+    made by the replay-safe tracer provider (none exported while replaying)."""
+    if not isinstance(trace.get_tracer_provider(), ReplaySafeTracerProvider):
+        trace.set_tracer_provider(create_tracer_provider())
+    replayer = Replayer(
+        workflows=[AgentThreadWorkflow],
+        data_converter=pydantic_data_converter,
+        plugins=[OpenTelemetryPlugin(add_temporal_spans=True)],
+    )
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

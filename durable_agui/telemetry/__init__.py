@@ -42,6 +42,8 @@ __all__ = ["Telemetry", "start_telemetry"]
 
 logger = logging.getLogger(__name__)
 
+FLUSH_TIMEOUT_S = 2.0
+"""Longest a stopping process waits for its last spans to be exported."""
 METRIC_BUFFER_SIZE = 100_000
 """Temporal metric updates held between two drains (every second): Temporal's advice is
 tens of thousands or more; updates past it are dropped, with an error in the log."""
@@ -80,10 +82,14 @@ class Telemetry:
             if self._metrics_server is not None:
                 self._metrics_server.shutdown()
                 self._metrics_server.server_close()
-            # Spans still batched are exported now (bounded: OTLP's own timeout applies).
-            self.tracer_provider.force_flush(timeout_millis=5000)
-            self.tracer_provider.shutdown()
-            self.meter_provider.shutdown(timeout_millis=2000)
+            # Spans still batched go out now, for at most FLUSH_TIMEOUT_S: a collector that
+            # does not answer holds the exporter for its own timeout (10 s by default), and
+            # a stop must not wait for it (the thread is left to the process's exit).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.to_thread(self.tracer_provider.shutdown), FLUSH_TIMEOUT_S
+                )
+            self.meter_provider.shutdown(timeout_millis=1000)
 
     def serve_metrics(self) -> None:
         """Serve the Prometheus endpoint at ``metrics_address`` (none when unset), in a

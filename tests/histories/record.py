@@ -18,9 +18,15 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+from opentelemetry import trace
 from pydantic import SecretStr
 from temporalio import activity
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.opentelemetry import (
+    OpenTelemetryPlugin,
+    ReplaySafeTracerProvider,
+    create_tracer_provider,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -442,6 +448,37 @@ async def cancelled_turn_fails(env: WorkflowEnvironment, settings: Settings, thr
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
+def traced_client(client: Client) -> Client:
+    """``client`` with Temporal's OpenTelemetry plugin, as ``durable-agui`` serving commands
+    connect (the replay-safe tracer provider installed first, as they do)."""
+    if not isinstance(trace.get_tracer_provider(), ReplaySafeTracerProvider):
+        trace.set_tracer_provider(create_tracer_provider())
+    return Client(
+        client.service_client,
+        namespace=client.namespace,
+        data_converter=client.data_converter,
+        plugins=[OpenTelemetryPlugin(add_temporal_spans=True)],
+    )
+
+
+async def traced(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """The round trip sent from inside a trace, through Temporal's OpenTelemetry plugin:
+    the thread keeps each run's traceparent, runs each run in a span of its own, and names
+    the run's trace in the turn's summary."""
+    client = traced_client(env.client)
+    tracer = trace.get_tracer("record")
+    with tracer.start_as_current_span("POST r1"):
+        await start_run(
+            client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+        )
+    (wire_id,) = await pending(client, thread, "r1")
+    with tracer.start_as_current_span("POST r2"):
+        await answer(client, thread, "r2", ToolResult(tool_call_id=wire_id, content='{"ok":true}'))
+
+
+TRACED = {"traced"}
+"""Scenarios recorded with a worker whose client carries the OpenTelemetry plugin."""
+
 SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
     "cancel_during_reconcile": SlowReconcile,
     "first_count_fails": StoreAwayOnce,
@@ -471,6 +508,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cancelled_turn_fails": cancelled_turn_fails,
     "event_log": event_log,
     "log_away": log_away,
+    "traced": traced,
 }
 
 
@@ -493,7 +531,9 @@ async def record(name: str, scenario: Scenario) -> None:
     with tempfile.TemporaryDirectory() as data:
         settings = Settings(data_dir=Path(data), task_queue=f"record-{name}")
         try:
-            if name not in SLOW_RECONCILE:
+            if name in TRACED:
+                worker = build_worker(traced_client(env.client), settings)
+            elif name not in SLOW_RECONCILE:
                 worker = build_worker(env.client, settings)
             else:
                 # The real activities, the session store's side replaced.
