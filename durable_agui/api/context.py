@@ -15,12 +15,13 @@ from temporalio.client import Client
 from durable_agui.agents import AgentRegistry
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
+from durable_agui.telemetry import started_telemetry
 
 
 @dataclass
 class ApiContext:
     """``settings`` and ``agents`` of one mounted API, and its Temporal client (connected
-    on first use with ``API_RETRY`` unless given)."""
+    on first use with ``API_RETRY``, and the process's telemetry, unless given)."""
 
     settings: Settings
     agents: AgentRegistry
@@ -36,7 +37,15 @@ class ApiContext:
         if self.client is None:
             async with self._connecting:
                 if self.client is None:
-                    self.client = await connect(self.settings, API_RETRY)
+                    # With the process's telemetry, when started: the run's trace then goes
+                    # on from the request into the thread's workflow.
+                    telemetry = started_telemetry()
+                    self.client = await connect(
+                        self.settings,
+                        API_RETRY,
+                        runtime=telemetry.runtime if telemetry else None,
+                        plugins=telemetry.plugins if telemetry else (),
+                    )
         return self.client
 
     def bind(self, request: Request) -> None:

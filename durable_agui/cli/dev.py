@@ -15,7 +15,7 @@ from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
 from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, until_stopped
-from durable_agui.cli.serve import listen, metrics_url, serve, served_agents
+from durable_agui.cli.serve import listen, metrics_url, observed, serve, served_agents
 from durable_agui.core.settings import Settings
 
 
@@ -29,6 +29,7 @@ def run_dev(settings: Settings, temporal_port: int, ui_port: int) -> None:
     """
     check_auth_settings(settings)  # before anything starts or is written
     agents = served_agents(settings)  # a broken agents module starts no Temporal server
+    observed(settings, with_worker=True, with_api=True)  # nor does a busy metrics port
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
     server = DevServer(
         settings.data_dir,

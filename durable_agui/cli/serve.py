@@ -100,8 +100,7 @@ async def serve(
             not start within ``SERVING_TIMEOUT_S``, or a part ends by itself.
         RuntimeError: when the auth settings must not start (``check_auth_settings``).
     """
-    telemetry = start_telemetry(settings, _service_name(with_worker, api_socket is not None))
-    _serve_metrics(settings, telemetry)
+    telemetry = observed(settings, with_worker=with_worker, with_api=api_socket is not None)
     agents = await _agents_and_store(settings, agents, with_api=api_socket is not None)
     client = await _connect(settings, telemetry)
     # The API's own client gives up sooner (API_RETRY): a busy thread or an absent Temporal
@@ -134,12 +133,15 @@ def _service_name(with_worker: bool, with_api: bool) -> str:
     return "durable-agui-worker" if with_worker else "durable-agui-api"
 
 
-def _serve_metrics(settings: Settings, telemetry: Telemetry) -> None:
-    """``telemetry.serve_metrics()``, a busy address said in one line.
+def observed(settings: Settings, *, with_worker: bool, with_api: bool) -> Telemetry:
+    """The process's telemetry (``start_telemetry``), its metrics served: before anything
+    else starts, so that a busy metrics address stops the command at once (again: the same).
 
     Raises:
         CommandFailed: the metrics address is busy or cannot be bound.
+        RuntimeError: a standard OpenTelemetry variable asks for what cannot be done.
     """
+    telemetry = start_telemetry(settings, _service_name(with_worker, with_api))
     try:
         telemetry.serve_metrics()
     except OSError as err:
@@ -150,6 +152,7 @@ def _serve_metrics(settings: Settings, telemetry: Telemetry) -> None:
                 "port for this process's metrics"
             ) from None
         raise CommandFailed(f"cannot serve metrics on {address}: {err.strerror or err}") from None
+    return telemetry
 
 
 def served_agents(settings: Settings) -> AgentRegistry:

@@ -203,7 +203,7 @@ class Settings(BaseSettings):
     def _host_and_port(cls, address: str | None) -> str | None:
         if address is not None:
             host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            if not host or "/" in host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ValueError(f"{address!r} is not host:port (for example 127.0.0.1:9464)")
         return address
 

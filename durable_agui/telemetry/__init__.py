@@ -38,11 +38,11 @@ from durable_agui.telemetry.logs import configure_logging
 from durable_agui.telemetry.metrics import TemporalMetricsDrain, meter_provider
 from durable_agui.telemetry.tracing import configure_tracing
 
-__all__ = ["Telemetry", "start_telemetry"]
+__all__ = ["Telemetry", "start_telemetry", "started_telemetry"]
 
 logger = logging.getLogger(__name__)
 
-FLUSH_TIMEOUT_S = 2.0
+FLUSH_TIMEOUT_S = 1.0
 """Longest a stopping process waits for its last spans to be exported."""
 METRIC_BUFFER_SIZE = 100_000
 """Temporal metric updates held between two drains (every second): Temporal's advice is
@@ -79,17 +79,22 @@ class Telemetry:
             draining.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await draining
-            if self._metrics_server is not None:
-                self._metrics_server.shutdown()
-                self._metrics_server.server_close()
             # Spans still batched go out now, for at most FLUSH_TIMEOUT_S: a collector that
             # does not answer holds the exporter for its own timeout (10 s by default), and
-            # a stop must not wait for it (the thread is left to the process's exit).
+            # a stop must not wait for it (the threads are left to the process's exit).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    asyncio.to_thread(self.tracer_provider.shutdown), FLUSH_TIMEOUT_S
+                    asyncio.gather(
+                        asyncio.to_thread(self._stop_metrics_server),
+                        asyncio.to_thread(self.tracer_provider.shutdown),
+                    ),
+                    FLUSH_TIMEOUT_S,
                 )
-            self.meter_provider.shutdown(timeout_millis=1000)
+
+    def _stop_metrics_server(self) -> None:
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
 
     def serve_metrics(self) -> None:
         """Serve the Prometheus endpoint at ``metrics_address`` (none when unset), in a
@@ -151,6 +156,11 @@ def start_telemetry(settings: Settings, service_name: str) -> Telemetry:
             metrics_address=settings.metrics_endpoint,
         )
         return _started
+
+
+def started_telemetry() -> Telemetry | None:
+    """The process's telemetry, once ``start_telemetry`` ran."""
+    return _started
 
 
 def _service_name(default: str) -> str:

@@ -62,8 +62,9 @@ RUNS_FINISHED = Metric(
 )
 TURNS = Metric(
     "durable_agui_turns",
-    "Turn attempts that ended, by agent and outcome: completed, cancelled (stopped at a "
-    "safe point), failed (retried, or the run's error).",
+    "Turn attempts that ended, by agent and outcome: completed, waiting (stopped for "
+    "frontend calls or approvals), cancelled (stopped at a safe point), failed (retried, or "
+    "the run's error).",
 )
 TURN_DURATION = Metric(
     "durable_agui_turn_duration", "Seconds one turn attempt took (model and tools), by agent."
