@@ -19,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from durable_agui.cli.devserver import free_port
-from durable_agui.telemetry import metrics
+from durable_agui.telemetry import metrics, tracing
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.stack import BIN, STORES, Cluster, DevStack, store_env
 from tests.support import CONFIRM_BOOKING, post_run, run_input, user
@@ -191,9 +191,33 @@ async def test_a_runs_spans_go_from_the_request_through_the_workflow_to_strands(
     # Both runs link to the thread's workflow span: one thread, its runs' traces.
     assert first_run.links == run.links and len(run.links) == 1
 
-    # No message contents in any span: not the question, not the answer.
+    # No message contents in any span: not the question, not the answer, not the tool's
+    # declaration the client wrote.
+    written = ("OBS-42", "by Ada", CONFIRM_BOOKING.description or "?")
     for span in first + second:
-        assert not any("OBS-42" in text or "by Ada" in text for text in span.texts), span
+        assert not any(w in text for w in written for text in span.texts), span
+
+
+async def test_a_large_request_does_not_hand_its_trace_to_the_next_on_its_connection(
+    observed: Observed,
+) -> None:
+    """A body large enough that the server reads it in parts, then another request on the
+    same keep-alive connection: each run is in the trace its own request named."""
+    first_trace, second_trace = "a1" * 16, "b2" * 16
+    big = run_input("large", "r1", [user("u1", "x" * 70_000)], [])
+    small = run_input("after-large", "r1", [user("u1", "hello")], [])
+    async with httpx.AsyncClient(base_url=observed.api, timeout=60) as http:
+        for body, trace_id in ((big, first_trace), (small, second_trace)):
+            traceparent = f"00-{trace_id}-{'c3' * 8}-01"
+            response = await http.post(
+                "/agents/demo", json=body, headers={"traceparent": traceparent}
+            )
+            assert response.status_code == 200, response.text
+        views = [
+            (await http.get(f"/threads/{thread}")).json() for thread in ("large", "after-large")
+        ]
+
+    assert [view["recentRuns"][0]["traceId"] for view in views] == [first_trace, second_trace]
 
 
 async def test_log_lines_name_their_thread_run_and_trace(observed: Observed) -> None:
@@ -394,15 +418,20 @@ async def test_an_unanswered_call_and_an_idle_thread_count_as_expired(
 async def test_spans_carry_contents_when_the_setting_asks(
     expiring: tuple[DevStack, str],
 ) -> None:
+    """With ``DURABLE_AGUI_TRACE_CONTENT``, contents are there, each attribute cut at
+    ``MAX_ATTRIBUTE_LENGTH`` characters however long the message."""
     stack, _ = expiring
     async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
-        body = run_input("contents", "r1", [user("u1", "tell me about OBS-7")], [])
+        long_message = "tell me about OBS-7 " + "and more " * 3000
+        body = run_input("contents", "r1", [user("u1", long_message)], [])
         status, events = await post_run(http, "demo", body)
         assert status == 200, events
         (run,) = (await http.get("/threads/contents")).json()["recentRuns"]
     receiver: OtlpReceiver = stack.receiver  # type: ignore[attr-defined]
     spans = receiver.wait_for(run["traceId"], {"chat"})
     assert any("OBS-7" in text for text in by_name(spans, "chat").texts)
+    longest = max(len(text) for span in spans for text in span.texts)
+    assert len(long_message) > 20_000 and longest <= tracing.MAX_ATTRIBUTE_LENGTH
 
 
 def test_the_dashboard_reads_only_metrics_that_are_served(

@@ -219,6 +219,10 @@ def _api(
             lifespan="on",
             # Open SSE streams wait on runs; Ctrl-C must not wait for them to end.
             timeout_graceful_shutdown=3,
+            # Each request in a context of its own: asyncio can hand a request's context
+            # (its trace, its log ids) to the next request on the same connection after a
+            # large body (CPython #140947), so one client's run joined another's trace.
+            reset_contextvars=True,
         ),
         api_socket,
     )

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor
+from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, Span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -56,6 +58,16 @@ _REDACT_ALL = "gen_ai_unredacted_attributes="
 content attribute and event (an empty allow-list): prompts, answers, system prompts, tool
 arguments and results."""
 _STABLE_HTTP = "http"
+DECLARATIONS = frozenset(
+    {"gen_ai.tool.description", "gen_ai.tool.json_schema", "gen_ai.tool.definitions"}
+)
+"""Attributes Strands sets from tool declarations, which clients write for their frontend
+tools (up to ``DURABLE_AGUI_MAX_TOOLS_BYTES``): redacted as contents are."""
+REDACTED = "[REDACTED]"
+MAX_ATTRIBUTE_LENGTH = 8192
+"""Characters a span attribute keeps (the rest is cut), unless
+``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` says otherwise: a run's spans stay small whatever its
+messages hold."""
 """The same variable's token for OpenTelemetry's stable HTTP conventions: the request
 duration histogram in seconds, like every other duration here."""
 
@@ -78,13 +90,20 @@ def configure_tracing(service_name: str, *, trace_content: bool) -> ReplaySafeTr
     """
     _opt_in(trace_content)
     propagate.set_global_textmap(_TRACE_CONTEXT)
+    limits = None
+    if not (
+        _env("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT") or _env("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    ):
+        limits = SpanLimits(max_attribute_length=MAX_ATTRIBUTE_LENGTH)
     provider = create_tracer_provider(
         resource=Resource.create({"service.name": service_name}),
         shutdown_on_exit=False,  # shut down by the serving command, flushing what is left
+        span_limits=limits,
     )
     exporter = _otlp_exporter()
     if exporter is not None:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        batched = BatchSpanProcessor(exporter)
+        provider.add_span_processor(batched if trace_content else _Redacting(batched))
     trace.set_tracer_provider(provider)
     return provider
 
@@ -102,6 +121,46 @@ def _opt_in(trace_content: bool) -> None:
     if _STABLE_HTTP not in tokens and "http/dup" not in tokens:
         tokens.append(_STABLE_HTTP)
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = ",".join(tokens)
+
+
+class _Redacting(SpanProcessor):
+    """Hands ``next`` each ended span with its ``DECLARATIONS`` attributes redacted (Strands
+    sets them after the span starts, and redacts only message contents itself)."""
+
+    def __init__(self, next: SpanProcessor) -> None:
+        self._next = next
+
+    def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
+        self._next.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        attributes = span.attributes or {}
+        if DECLARATIONS.isdisjoint(attributes):
+            self._next.on_end(span)
+            return
+        redacted = {k: REDACTED if k in DECLARATIONS else v for k, v in attributes.items()}
+        self._next.on_end(
+            ReadableSpan(
+                name=span.name,
+                context=span.context,
+                parent=span.parent,
+                resource=span.resource,
+                attributes=redacted,
+                events=span.events,
+                links=span.links,
+                kind=span.kind,
+                status=span.status,
+                start_time=span.start_time,
+                end_time=span.end_time,
+                instrumentation_scope=span.instrumentation_scope,
+            )
+        )
+
+    def shutdown(self) -> None:
+        self._next.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._next.force_flush(timeout_millis)
 
 
 def exporting() -> bool:
