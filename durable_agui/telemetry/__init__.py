@@ -56,13 +56,16 @@ class Telemetry:
     ``runtime``: the Temporal runtime every client of the process uses (its metrics go to
     ``meter_provider``, its core logs to Python logging); ``plugins``: Temporal's
     ``OpenTelemetryPlugin``, for every client (workers made from a client inherit it).
+    ``tracer_provider`` is ``None`` (and ``plugins`` empty) when ``OTEL_SDK_DISABLED`` says
+    so; ``meter_provider`` and ``metric_buffer`` are ``None`` without a metrics address:
+    nothing is traced, or measured, that nobody reads.
     """
 
     runtime: Runtime
     plugins: list[SimplePlugin]
-    tracer_provider: ReplaySafeTracerProvider
-    meter_provider: MeterProvider
-    metric_buffer: MetricBuffer
+    tracer_provider: ReplaySafeTracerProvider | None
+    meter_provider: MeterProvider | None
+    metric_buffer: MetricBuffer | None
     metrics_address: tuple[str, int] | None
     _metrics_server: WSGIServer | None = field(default=None, init=False)
 
@@ -70,15 +73,17 @@ class Telemetry:
     async def running(self) -> AsyncIterator[None]:
         """While inside: Temporal's metrics are drained into ``meter_provider`` (every
         second). On the way out the metrics endpoint stops and the last spans are flushed."""
-        draining = asyncio.create_task(
-            TemporalMetricsDrain(self.metric_buffer, self.meter_provider).run()
-        )
+        draining = None
+        if self.metric_buffer is not None and self.meter_provider is not None:
+            drain = TemporalMetricsDrain(self.metric_buffer, self.meter_provider)
+            draining = asyncio.create_task(drain.run())
         try:
             yield
         finally:
-            draining.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await draining
+            if draining is not None:
+                draining.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await draining
             # Spans still batched go out now, for at most FLUSH_TIMEOUT_S: a collector that
             # does not answer holds the exporter for its own timeout (10 s by default), and
             # a stop must not wait for it (the threads are left to the process's exit).
@@ -86,10 +91,14 @@ class Telemetry:
                 await asyncio.wait_for(
                     asyncio.gather(
                         asyncio.to_thread(self._stop_metrics_server),
-                        asyncio.to_thread(self.tracer_provider.shutdown),
+                        asyncio.to_thread(self._stop_tracing),
                     ),
                     FLUSH_TIMEOUT_S,
                 )
+
+    def _stop_tracing(self) -> None:
+        if self.tracer_provider is not None:
+            self.tracer_provider.shutdown()
 
     def _stop_metrics_server(self) -> None:
         if self._metrics_server is not None:
@@ -119,7 +128,8 @@ _lock = threading.Lock()
 def start_telemetry(settings: Settings, service_name: str) -> Telemetry:
     """Set up this process's logs, traces and metrics (once; later calls return the same):
     logging as ``settings.log_level`` and ``settings.log_format`` say, the global tracer
-    and meter providers, and the Temporal runtime that feeds them.
+    provider (unless ``OTEL_SDK_DISABLED=true``), the global meter provider (when
+    ``settings.metrics_address`` is set), and the Temporal runtime that feeds them.
 
     ``service_name``: the ``service.name`` of its spans and metrics, unless
     ``OTEL_SERVICE_NAME`` or ``OTEL_RESOURCE_ATTRIBUTES`` name one.
@@ -134,9 +144,13 @@ def start_telemetry(settings: Settings, service_name: str) -> Telemetry:
             return _started
         configure_logging(settings.log_level, settings.log_format)
         name = _service_name(service_name)
-        tracer_provider = configure_tracing(name, trace_content=settings.trace_content)
-        provider = meter_provider(name)
-        buffer = MetricBuffer(METRIC_BUFFER_SIZE, MetricBufferDurationFormat.SECONDS)
+        tracer_provider = None
+        if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() != "true":
+            tracer_provider = configure_tracing(name, trace_content=settings.trace_content)
+        provider, buffer = None, None
+        if settings.metrics_address is not None:
+            provider = meter_provider(name)
+            buffer = MetricBuffer(METRIC_BUFFER_SIZE, MetricBufferDurationFormat.SECONDS)
         runtime = Runtime(
             telemetry=TelemetryConfig(
                 logging=LoggingConfig(
@@ -149,7 +163,7 @@ def start_telemetry(settings: Settings, service_name: str) -> Telemetry:
         )
         _started = Telemetry(
             runtime=runtime,
-            plugins=[OpenTelemetryPlugin(add_temporal_spans=True)],
+            plugins=[OpenTelemetryPlugin(add_temporal_spans=True)] if tracer_provider else [],
             tracer_provider=tracer_provider,
             meter_provider=provider,
             metric_buffer=buffer,

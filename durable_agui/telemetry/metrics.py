@@ -31,7 +31,11 @@ from functools import cache
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import Histogram, MeterProvider
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.metrics.view import (
+    DropAggregation,
+    ExplicitBucketHistogramAggregation,
+    View,
+)
 from opentelemetry.sdk.resources import Resource
 from temporalio.runtime import (
     BUFFERED_METRIC_KIND_COUNTER,
@@ -116,7 +120,8 @@ DURATION_BUCKETS = (
 comes a day later."""
 
 _SECONDS_METERS = (METER_NAME, "temporalio", "opentelemetry.instrumentation.fastapi")
-"""Meters whose histograms are all durations in seconds."""
+"""Meters whose duration histograms (unit ``s``) get ``DURATION_BUCKETS``."""
+_HTTP_BODY_SIZES = ("http.server.request.body.size", "http.server.response.body.size")
 _STRANDS_METER = "strands.telemetry.metrics"
 
 
@@ -129,9 +134,14 @@ def meter_provider(service_name: str) -> MeterProvider:
         View(
             meter_name=name,
             instrument_type=Histogram,
+            instrument_unit=SECONDS,
             aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS),
         )
         for name in _SECONDS_METERS
+    ]
+    # Request and response sizes: a histogram per route and status each, read by nobody.
+    views += [
+        View(instrument_name=name, aggregation=DropAggregation()) for name in _HTTP_BODY_SIZES
     ]
     # Strands labels its metrics with each tool call's and event loop cycle's id: one new
     # series per call, without end. Kept as totals.

@@ -165,8 +165,6 @@ class _Redacting(SpanProcessor):
 
 def exporting() -> bool:
     """Whether the standard variables ask for spans to be exported (by OTLP)."""
-    if _env("OTEL_SDK_DISABLED").lower() == "true":
-        return False
     if _env("OTEL_TRACES_EXPORTER").lower() in ("none", "console"):
         return False
     return bool(_env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or _env("OTEL_EXPORTER_OTLP_ENDPOINT"))
