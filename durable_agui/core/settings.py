@@ -198,6 +198,11 @@ class Settings(BaseSettings):
     """Let spans carry message contents (prompts, answers, tool arguments and results, as
     Strands records them). Off (the default): every content attribute is redacted."""
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_capitals(cls, level: object) -> object:
+        return level.upper() if isinstance(level, str) else level
+
     @field_validator("metrics_address")
     @classmethod
     def _host_and_port(cls, address: str | None) -> str | None:
