@@ -344,6 +344,35 @@ async def test_the_endpoints_count_a_round_trip_and_refused_inputs(observed: Obs
     assert moved(api, api_before, "http_server_request_duration_seconds_count") >= 5
 
 
+async def test_a_turn_retried_on_another_worker_counts_as_a_retry(observed: Observed) -> None:
+    """A worker killed mid-turn (SIGKILL): its stream's follower counts while the run goes
+    on, and the worker that takes the turn over counts the retry. Last of the module's
+    tests: the module's worker is replaced."""
+    address = observed.worker_metrics.removeprefix("http://").removesuffix("/metrics")
+    slow = 'call lookup_flight {"flight":"R1","delay_seconds":3}'
+    async with httpx.AsyncClient(base_url=observed.api, timeout=120) as http:
+        running = asyncio.create_task(
+            post_run(http, "demo", run_input("retried", "r1", [user("u1", slow)], []))
+        )
+        live = await until(
+            observed.api_metrics, lambda s: total(s, "durable_agui_stream_followers") >= 1
+        )
+        assert total(live, "durable_agui_stream_followers") >= 1
+        while (await http.get("/threads/retried")).json()["status"] != "running":
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1)  # the tool runs
+        observed.cluster.kill("worker")
+        observed.cluster.start_worker("worker-2", env={"DURABLE_AGUI_METRICS_ADDRESS": address})
+        status, events = await running
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events
+
+    retried = await until(
+        observed.worker_metrics,
+        lambda s: total(s, "durable_agui_activity_retries_total", activity="run_turn") >= 1,
+    )
+    assert total(retried, "durable_agui_activity_retries_total", activity="run_turn") == 1
+
+
 def test_a_busy_metrics_address_stops_the_process_with_one_line(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         address = f"127.0.0.1:{taken.getsockname()[1]}"
