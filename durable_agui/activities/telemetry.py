@@ -108,7 +108,7 @@ class TurnMeasure:
 @contextmanager
 def measured_turn(agent: str) -> Iterator[TurnMeasure]:
     """Time the turn attempt inside; on the way out count it by the outcome set on the
-    ``TurnMeasure`` (``failed`` unless set: it raised), with its tokens when completed."""
+    ``TurnMeasure`` (``failed`` unless set: it raised), with the tokens it reported."""
     measure = TurnMeasure()
     started = time.monotonic()
     try:
@@ -117,9 +117,10 @@ def measured_turn(agent: str) -> Iterator[TurnMeasure]:
         took = time.monotonic() - started
         logger.info("turn attempt %d %s in %.3f s", activity.info().attempt, measure.outcome, took)
         meter = activity.metric_meter().with_additional_attributes({"agent": agent})
-        meter.create_histogram_float(TURN_DURATION.name, TURN_DURATION.description, SECONDS).record(
-            time.monotonic() - started
+        duration = meter.create_histogram_float(
+            TURN_DURATION.name, TURN_DURATION.description, SECONDS
         )
+        duration.record(took)
         meter.create_counter(TURNS.name, TURNS.description).add(1, {"outcome": measure.outcome})
         if measure.usage is not None:
             tokens = meter.create_counter(MODEL_TOKENS.name, MODEL_TOKENS.description)

@@ -163,7 +163,7 @@ def create_app(
     # traceparent) and the HTTP server metrics, on the process's providers; one span per
     # request, not one per SSE frame sent.
     FastAPIInstrumentor.instrument_app(
-        app, excluded_urls="/healthz,/metrics", exclude_spans=["receive", "send"]
+        app, excluded_urls="/healthz", exclude_spans=["receive", "send"]
     )
     app.include_router(router)
     # The Temporal UI calls /codec from the browser.

@@ -40,8 +40,6 @@ from durable_agui.telemetry.tracing import configure_tracing
 
 __all__ = ["Telemetry", "start_telemetry", "started_telemetry"]
 
-logger = logging.getLogger(__name__)
-
 FLUSH_TIMEOUT_S = 1.0
 """Longest a stopping process waits for its last spans to be exported."""
 METRIC_BUFFER_SIZE = 100_000

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,8 +42,6 @@ from temporalio.runtime import (
     BufferedMetric,
     MetricBuffer,
 )
-
-logger = logging.getLogger(__name__)
 
 METER_NAME = "durable_agui"
 
@@ -75,7 +72,7 @@ TURN_DURATION = Metric(
 )
 MODEL_TOKENS = Metric(
     "durable_agui_model_tokens",
-    "Tokens the model reported for completed turns, by agent and kind (input, output).",
+    "Tokens the model reported for turns that returned, by agent and kind (input, output).",
 )
 ANSWER_WAIT = Metric(
     "durable_agui_answer_wait",
