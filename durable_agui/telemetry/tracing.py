@@ -58,6 +58,8 @@ _REDACT_ALL = "gen_ai_unredacted_attributes="
 content attribute and event (an empty allow-list): prompts, answers, system prompts, tool
 arguments and results."""
 _STABLE_HTTP = "http"
+"""The same variable's token for OpenTelemetry's stable HTTP conventions: the request
+duration histogram in seconds, like every other duration here."""
 DECLARATIONS = frozenset(
     {"gen_ai.tool.description", "gen_ai.tool.json_schema", "gen_ai.tool.definitions"}
 )
@@ -68,8 +70,6 @@ MAX_ATTRIBUTE_LENGTH = 8192
 """Characters a span attribute keeps (the rest is cut), unless
 ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` says otherwise: a run's spans stay small whatever its
 messages hold."""
-"""The same variable's token for OpenTelemetry's stable HTTP conventions: the request
-duration histogram in seconds, like every other duration here."""
 
 
 def configure_tracing(service_name: str, *, trace_content: bool) -> ReplaySafeTracerProvider:
