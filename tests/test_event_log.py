@@ -229,9 +229,16 @@ async def test_a_follower_of_a_deleted_threads_run_ends_when_its_id_is_taken_aga
 
 
 async def history_counts(cluster: Cluster, thread: str) -> Counter[str]:
-    """How many events of each type the thread's workflow history holds."""
+    """How many events of each type the thread's workflow history holds, once no workflow
+    task is in flight: a run's end reaches its readers from the event log while the task
+    that wrote it (and records its local activity's marker) is still completing."""
     client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
-    history = await client.get_workflow_handle(workflow_id_for(thread)).fetch_history()
+    handle = client.get_workflow_handle(workflow_id_for(thread))
+    deadline = asyncio.get_running_loop().time() + 30
+    while (await handle.describe()).raw_description.HasField("pending_workflow_task"):
+        assert asyncio.get_running_loop().time() < deadline, f"{thread}: a workflow task stays open"
+        await asyncio.sleep(0.05)
+    history = await handle.fetch_history()
     return Counter(EventType.Name(event.event_type) for event in history.events)
 
 
