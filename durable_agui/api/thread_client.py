@@ -19,6 +19,7 @@ from fastapi import HTTPException
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecution,
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -43,6 +44,7 @@ from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,
     THREAD_LAST_ACTIVITY,
+    THREAD_OWNER,
     THREAD_STATUS,
     CancelAccepted,
     CancelRequest,
@@ -57,12 +59,13 @@ from durable_agui.core.contract import (
     ThreadStatus,
     ToolResultsAccepted,
     ToolResultsRequest,
+    owner_key,
     session_id_for,
     workflow_id_for,
 )
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.core.visibility import owned_thread_id, visibility_query
+from durable_agui.core.visibility import owned_thread_id, thread_id_of, visibility_query
 from durable_agui.event_store import LoggedEvent, event_log, new_threads_log
 from durable_agui.event_store.base import read_run
 
@@ -180,6 +183,7 @@ def _start_operation(
                 SearchAttributePair(AGENT_NAME, request.agent),
                 SearchAttributePair(PENDING_TOOL_CALLS, 0),
                 SearchAttributePair(THREAD_LAST_ACTIVITY, datetime.now(UTC)),
+                SearchAttributePair(THREAD_OWNER, owner_key(request.principal)),
             ]
         )
         if settings.search_attributes
@@ -288,37 +292,46 @@ MAX_LISTED = 10_000
 
 
 async def list_threads(
-    client: Client, principal: str, status: str | None, agent: str | None
+    client: Client, settings: Settings, principal: str, status: str | None, agent: str | None
 ) -> list[ThreadSummary]:
     """The running threads of ``principal`` from Temporal visibility (filtered there by the
-    ``ThreadStatus`` and ``AgentName`` search attributes), most recently active first; at
-    most ``MAX_LISTED`` are read."""
+    ``ThreadStatus``, ``AgentName`` and ``ThreadOwner`` search attributes), most recently
+    active first; at most ``MAX_LISTED`` are read. Without search attributes the owner is told
+    by the workflow id alone (``owned_thread_id``)."""
     found: list[ThreadSummary] = []
-    query = visibility_query(status, agent)
+    owner = owner_key(principal)
+    query = visibility_query(status, agent, principal if settings.search_attributes else None)
     try:
         async for execution in client.list_workflows(query, limit=MAX_LISTED):
-            thread_id = owned_thread_id(execution.id, principal)
+            attributes = execution.typed_search_attributes
+            recorded = attributes.get(THREAD_OWNER)
+            if recorded is None:
+                thread_id = owned_thread_id(execution.id, principal)
+            else:
+                thread_id = thread_id_of(execution.id, principal) if recorded == owner else None
             if thread_id is None:
                 continue
-            attributes = execution.typed_search_attributes
-            shown_status = attributes.get(THREAD_STATUS)
-            memo = await execution.memo()
-            tags = memo.get("tags")
-            found.append(
-                ThreadSummary(
-                    thread_id=thread_id,
-                    status=ThreadStatus(shown_status) if shown_status else None,
-                    agent=attributes.get(AGENT_NAME),
-                    pending_tool_calls=attributes.get(PENDING_TOOL_CALLS) or 0,
-                    last_activity=attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time,
-                    title=memo.get("title") if isinstance(memo.get("title"), str) else None,
-                    tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
-                )
-            )
+            found.append(await _summary(execution, thread_id))
     except RPCError as err:
         raise from_rpc_error(err) from err
     found.sort(key=lambda thread: (thread.last_activity, thread.thread_id), reverse=True)
     return found
+
+
+async def _summary(execution: WorkflowExecution, thread_id: str) -> ThreadSummary:
+    attributes = execution.typed_search_attributes
+    shown_status = attributes.get(THREAD_STATUS)
+    memo = await execution.memo()
+    tags = memo.get("tags")
+    return ThreadSummary(
+        thread_id=thread_id,
+        status=ThreadStatus(shown_status) if shown_status else None,
+        agent=attributes.get(AGENT_NAME),
+        pending_tool_calls=attributes.get(PENDING_TOOL_CALLS) or 0,
+        last_activity=attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time,
+        title=memo.get("title") if isinstance(memo.get("title"), str) else None,
+        tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+    )
 
 
 async def run_events_so_far(

@@ -67,6 +67,7 @@ SEARCH_ATTRIBUTES = {
     "AgentName": "Keyword",
     "PendingToolCalls": "Int",
     "ThreadLastActivity": "Datetime",
+    "ThreadOwner": "Keyword",
 }
 """Custom search attributes a thread keeps current (register them on the Temporal server;
 ``durable-agui dev`` does). In the Temporal UI: ``ThreadStatus="awaiting_tool_results"``."""
@@ -75,6 +76,10 @@ AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 PENDING_TOOL_CALLS = SearchAttributeKey.for_int("PendingToolCalls")
 """Unanswered frontend calls plus open approvals."""
 THREAD_LAST_ACTIVITY = SearchAttributeKey.for_datetime("ThreadLastActivity")
+THREAD_OWNER = SearchAttributeKey.for_keyword("ThreadOwner")
+"""``owner_key(principal)`` of the thread's owner, set when its workflow starts, and of each of
+its schedules: listings filter by it inside the visibility query, so one principal's listing
+never reads another's threads or schedules."""
 
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
@@ -97,6 +102,12 @@ def digest(text: str) -> str:
     """A fixed-size fingerprint of ``text`` (128 bits of SHA-256, hex): what a thread
     remembers of ids and answers a client chose, whatever their length."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def owner_key(principal: str) -> str:
+    """The ``ThreadOwner`` search attribute's value for ``principal``: its whole SHA-256, hex
+    (64 characters), so that a principal's name never shows in visibility."""
+    return hashlib.sha256(principal.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def session_id_for(thread_id: str, principal: str = ANONYMOUS) -> str:
@@ -396,6 +407,8 @@ class OpenInterrupt(BaseModel):
     native_id: str
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    args_omitted: bool = False
+    """The arguments were too large for workflow state; the session and stream have them."""
     message: str
     response_schema: dict[str, Any] | None = None
     run_id: str
@@ -598,12 +611,21 @@ class ScheduledRun(BaseModel):
 
 
 SCHEDULE_ID_PREFIX = "agui-schedule-"
-"""Schedules of thread ``t`` (principal ``p``) are ``agui-schedule-<session_id_for(t, p)>.<n>``."""
+MAX_SCHEDULES = 20
+"""Schedules one thread may have."""
 
 
-def schedule_prefix(thread_id: str, principal: str = ANONYMOUS) -> str:
-    """The id prefix of the thread's schedules."""
-    return f"{SCHEDULE_ID_PREFIX}{session_id_for(thread_id, principal)}."
+def schedule_ids(thread_id: str, principal: str = ANONYMOUS) -> list[str]:
+    """The ids the thread's schedules may have, ``MAX_SCHEDULES`` of them, in order:
+    ``agui-schedule-<session_id_for(thread_id, principal)>.<nn>``.
+
+    No two threads share one (a session id ends in a fixed-length digest of its principal,
+    a slot in two digits), so a thread's schedules are these exact ids. They are never found
+    by a prefix: a thread id may hold dots, so ``agui-schedule-sx.<digest>.`` also begins the
+    ids of the thread ``sx.<digest>`` of somebody else.
+    """
+    session_id = session_id_for(thread_id, principal)
+    return [f"{SCHEDULE_ID_PREFIX}{session_id}.{n:02d}" for n in range(MAX_SCHEDULES)]
 
 
 class WebhookFailure(BaseModel):

@@ -1,13 +1,23 @@
 """``/threads/{threadId}/schedules``: runs a Temporal Schedule sends a thread (cron), listed
 and deleted. Each firing starts ``ScheduledRunWorkflow``, which hands the schedule's
-message to the thread as an ordinary run."""
+message to the thread as an ordinary run.
+
+Whose a schedule is (ours): a thread's schedules have the exact ids ``schedule_ids`` names,
+and each records the thread and principal it was made for (its ``ScheduledRun``), which
+every read and delete checks; nothing is found by an id prefix or by listing the namespace.
+A schedule created while its thread's deletion began is removed again, so none outlives its
+thread to start it again. Each schedule also carries its owner's ``ThreadOwner`` search
+attribute, by which a principal's schedules are counted against
+``MAX_SCHEDULES_PER_PRINCIPAL``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, HTTPException, Path, Response
 from pydantic import Field, field_validator
 from temporalio.api.common.v1 import Payload
 from temporalio.client import (
@@ -15,11 +25,11 @@ from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
-    ScheduleDescription,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agui.api.auth import PrincipalDep
@@ -28,17 +38,21 @@ from durable_agui.api.errors import api_error, error_responses, from_rpc_error
 from durable_agui.api.models import CamelModel
 from durable_agui.api.thread_client import thread_state
 from durable_agui.core.contract import (
+    MAX_SCHEDULES,
     SCHEDULE_ID_PREFIX,
+    THREAD_OWNER,
     ErrorType,
     ScheduledRun,
-    schedule_prefix,
+    owner_key,
+    schedule_ids,
 )
 from durable_agui.core.settings import Settings
 
 router = APIRouter(prefix="/threads", tags=["schedules"])
 
-MAX_SCHEDULES = 20
-"""Schedules one thread may have."""
+MAX_SCHEDULES_PER_PRINCIPAL = 100
+"""Schedules one principal may have across its threads (counted in visibility by their
+``ThreadOwner``; not enforced where the server keeps no search attributes)."""
 MIN_INTERVAL = timedelta(minutes=1)
 """The shortest time between two firings of one schedule."""
 
@@ -76,28 +90,69 @@ class ScheduleList(CamelModel):
     schedules: list[ScheduleView]
 
 
-async def _view(client: Client, schedule_id: str, described: ScheduleDescription) -> ScheduleView:
+async def _owned_view(
+    client: Client, schedule_id: str, thread_id: str, principal: str
+) -> ScheduleView | None:
+    """The schedule ``schedule_id`` when it exists and was made for exactly this thread of
+    this principal (its recorded ``ScheduledRun`` says so), else ``None``."""
+    try:
+        described = await client.get_schedule_handle(schedule_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise from_rpc_error(err, thread_id) from err
     action = described.schedule.action
     args = list(action.args) if isinstance(action, ScheduleActionStartWorkflow) else []
-    scheduled = None
-    if args and isinstance(args[0], Payload):  # as described: not yet decoded
-        (scheduled,) = await client.data_converter.decode([args[0]], [ScheduledRun])
+    if not args or not isinstance(args[0], Payload):  # as described: not yet decoded
+        return None
+    (scheduled,) = await client.data_converter.decode([args[0]], [ScheduledRun])
+    if (scheduled.thread_id, scheduled.principal) != (thread_id, principal):
+        return None
     upcoming = described.info.next_action_times
     return ScheduleView(
         schedule_id=schedule_id,
-        cron=scheduled.cron if scheduled else "",
-        message=scheduled.message if scheduled else "",
+        cron=scheduled.cron,
+        message=scheduled.message,
         next_run_at=upcoming[0] if upcoming else None,
     )
 
 
-async def thread_schedule_ids(client: Client, thread_id: str, principal: str) -> list[str]:
-    """The ids of the thread's schedules."""
-    prefix = schedule_prefix(thread_id, principal)
+async def thread_schedules(client: Client, thread_id: str, principal: str) -> list[ScheduleView]:
+    """The thread's schedules: each of its ``schedule_ids`` asked for by id (no listing of
+    the namespace), kept when it records exactly this thread and principal."""
+    found = await asyncio.gather(
+        *(
+            _owned_view(client, sid, thread_id, principal)
+            for sid in schedule_ids(thread_id, principal)
+        )
+    )
+    return [view for view in found if view is not None]
+
+
+async def _principal_schedules(client: Client, settings: Settings, principal: str) -> int | None:
+    """How many schedules ``principal`` has (at most ``MAX_SCHEDULES_PER_PRINCIPAL + 1`` are
+    counted), from visibility's ``ThreadOwner``; ``None`` without search attributes."""
+    if not settings.search_attributes:
+        return None
+    query = f"{THREAD_OWNER.name} = '{owner_key(principal)}'"
     try:
-        return [s.id async for s in await client.list_schedules() if s.id.startswith(prefix)]
+        listed = await client.list_schedules(query=query)
+        counted = 0
+        async for _ in listed:
+            counted += 1
+            if counted > MAX_SCHEDULES_PER_PRINCIPAL:
+                break
     except RPCError as err:
-        raise from_rpc_error(err, thread_id) from err
+        raise from_rpc_error(err) from err
+    return counted
+
+
+def _too_many_for_principal() -> HTTPException:
+    return api_error(
+        409,
+        ErrorType.TOO_MANY_SCHEDULES,
+        f"you have {MAX_SCHEDULES_PER_PRINCIPAL} schedules (across your threads); delete one first",
+    )
 
 
 @router.post(
@@ -118,20 +173,52 @@ async def post_schedule(
     if not body.message.strip():
         raise api_error(422, ErrorType.INVALID_REQUEST, "message: must not be blank")
     state = await thread_state(client, thread_id, principal)
-    taken = set(await thread_schedule_ids(client, thread_id, principal))
-    prefix = schedule_prefix(thread_id, principal)
+    held = await _principal_schedules(client, settings, principal)
+    if held is not None and held >= MAX_SCHEDULES_PER_PRINCIPAL:
+        raise _too_many_for_principal()
+    taken = {view.schedule_id for view in await thread_schedules(client, thread_id, principal)}
     # One id per slot: creating an id that exists fails in Temporal, so the limit holds
     # however many requests race.
-    for slot in (f"{prefix}{n:02d}" for n in range(MAX_SCHEDULES)):
+    for slot in schedule_ids(thread_id, principal):
         if slot in taken:
             continue
         try:
-            return await _create(client, settings, thread_id, state.agent, principal, slot, body)
+            view = await _create(client, settings, thread_id, state.agent, principal, slot, body)
         except ScheduleAlreadyRunningError:
             continue
+        await _keep_if_still_allowed(client, settings, thread_id, principal, slot)
+        return view
     raise api_error(
         409, ErrorType.TOO_MANY_SCHEDULES, f"thread {thread_id!r} has {MAX_SCHEDULES} schedules"
     )
+
+
+async def _keep_if_still_allowed(
+    client: Client, settings: Settings, thread_id: str, principal: str, schedule_id: str
+) -> None:
+    """Take back the schedule just created when the thread's deletion began meanwhile (the
+    thread reads as gone: the deletion may have looked for its schedules before this one
+    existed) or when racing requests took the principal past its bound; raises the refusal.
+    A deletion that began after this read finds the schedule by its id."""
+    try:
+        await thread_state(client, thread_id, principal)
+        held = await _principal_schedules(client, settings, principal)
+        if held is not None and held > MAX_SCHEDULES_PER_PRINCIPAL:
+            raise _too_many_for_principal()
+    except HTTPException:
+        await _delete_if_there(client, schedule_id, thread_id)
+        raise
+
+
+async def _delete_if_there(client: Client, schedule_id: str, thread_id: str) -> bool:
+    """Delete schedule ``schedule_id``; whether it was there."""
+    try:
+        await client.get_schedule_handle(schedule_id).delete()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise from_rpc_error(err, thread_id) from err
+    return True
 
 
 async def _create(
@@ -166,6 +253,11 @@ async def _create(
                 # none is dropped, and the thread takes them in order.
                 policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.BUFFER_ALL),
             ),
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(THREAD_OWNER, owner_key(principal))]
+            )
+            if settings.search_attributes
+            else None,
         )
         described = await handle.describe()
     except RPCError as err:
@@ -183,7 +275,9 @@ async def _create(
     if problem is not None:
         await handle.delete()
         raise api_error(422, ErrorType.INVALID_REQUEST, f"cron: {body.cron!r} {problem}")
-    return await _view(client, schedule_id, described)
+    return ScheduleView(
+        schedule_id=schedule_id, cron=body.cron, message=body.message, next_run_at=upcoming[0]
+    )
 
 
 @router.get(
@@ -196,15 +290,7 @@ async def get_schedules(
 ) -> ScheduleList:
     """The thread's schedules, with when each fires next (also of a thread whose workflow
     expired: its schedules go on, and bring it back)."""
-    views = []
-    for schedule_id in await thread_schedule_ids(client, thread_id, principal):
-        try:
-            described = await client.get_schedule_handle(schedule_id).describe()
-            views.append(await _view(client, schedule_id, described))
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:  # deleted meanwhile
-                raise from_rpc_error(err, thread_id) from err
-    return ScheduleList(schedules=views)
+    return ScheduleList(schedules=await thread_schedules(client, thread_id, principal))
 
 
 @router.delete(
@@ -220,24 +306,17 @@ async def delete_schedule(
 ) -> Response:
     """Stop and remove one of the thread's schedules (runs it already sent stay), also of a
     thread whose workflow expired."""
-    if not schedule_id.startswith(schedule_prefix(thread_id, principal)):
-        raise api_error(404, ErrorType.NOT_FOUND, f"thread {thread_id!r} has no such schedule")
-    try:
-        await client.get_schedule_handle(schedule_id).delete()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise api_error(
-                404, ErrorType.NOT_FOUND, f"thread {thread_id!r} has no such schedule"
-            ) from err
-        raise from_rpc_error(err, thread_id) from err
+    missing = api_error(404, ErrorType.NOT_FOUND, f"thread {thread_id!r} has no such schedule")
+    if schedule_id not in schedule_ids(thread_id, principal):
+        raise missing
+    if await _owned_view(client, schedule_id, thread_id, principal) is None:
+        raise missing
+    if not await _delete_if_there(client, schedule_id, thread_id):
+        raise missing
     return Response(status_code=204)
 
 
 async def delete_thread_schedules(client: Client, thread_id: str, principal: str) -> None:
-    """Remove every schedule of the thread (its deletion); one already gone is no error."""
-    for schedule_id in await thread_schedule_ids(client, thread_id, principal):
-        try:
-            await client.get_schedule_handle(schedule_id).delete()
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise from_rpc_error(err, thread_id) from err
+    """Remove every schedule of the thread (its deletion), each found by its exact id."""
+    for view in await thread_schedules(client, thread_id, principal):
+        await _delete_if_there(client, view.schedule_id, thread_id)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import re
 import uuid
 from datetime import datetime
@@ -12,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import AwareDatetime, StringConstraints, TypeAdapter
 
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import (
@@ -83,6 +83,7 @@ _NOT_FOUND = {404: "No such thread (or one of another principal's)."}
 @router.get("", response_model=ThreadList, responses=error_responses({422: "A bad filter."}))
 async def get_threads(
     client: TemporalDep,
+    settings: SettingsDep,
     principal: PrincipalDep,
     status: ThreadStatus | None = None,
     agent: Annotated[str | None, Query(pattern="^" + AGENT_NAME_PATTERN.pattern + "$")] = None,
@@ -99,7 +100,7 @@ async def get_threads(
     the first page now). A deleted thread is not listed; a thread shows its new status
     within a moment of changing (visibility is eventually consistent)."""
     after = _read_cursor(cursor) if cursor else None
-    found = await list_threads(client, principal, status.value if status else None, agent)
+    found = await list_threads(client, settings, principal, status.value if status else None, agent)
     if tag is not None:
         found = [t for t in found if tag in t.tags]
     if q is not None:
@@ -111,18 +112,23 @@ async def get_threads(
     return ThreadList(threads=page, next_cursor=_cursor(page[-1]) if more else None)
 
 
+_CURSOR = TypeAdapter(tuple[AwareDatetime, Annotated[str, StringConstraints(max_length=300)]])
+"""A ``nextCursor`` decoded: the last thread shown, by last activity (with its time zone:
+visibility's times have one) and id."""
+
+
 def _cursor(last: ThreadSummary) -> str:
-    raw = json.dumps([last.last_activity.isoformat(), last.thread_id]).encode()
+    raw = _CURSOR.dump_json((last.last_activity, last.thread_id))
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _read_cursor(cursor: str) -> tuple[datetime, str]:
-    """The position a ``nextCursor`` names; 422 for anything else."""
+    """The position a ``nextCursor`` names; 422 for anything else (checked whole: the
+    pair's shape, the time's zone, the id's length)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        when, thread_id = json.loads(raw)
-        return datetime.fromisoformat(when), str(thread_id)
-    except (ValueError, TypeError):
+        return _CURSOR.validate_json(raw, strict=False)
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
         raise api_error(
             422, ErrorType.INVALID_REQUEST, "cursor: not a nextCursor of GET /threads"
         ) from None
@@ -168,6 +174,7 @@ async def get_thread(
                 tool_call_id=i.wire_id,
                 tool_name=i.tool_name,
                 args=i.args,
+                args_omitted=i.args_omitted,
                 message=i.message,
                 response_schema=i.response_schema,
                 expires_at=i.expires_at,
