@@ -56,7 +56,8 @@ def invalid(error_type: ErrorType, message: str) -> HTTPException:
     return api_error(422, error_type, message)
 
 
-def _utf8_bytes(value: Any) -> int:
+def json_bytes(value: Any) -> int:
+    """UTF-8 bytes of ``value`` as JSON: the measure of every size bound on client JSON."""
     return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
@@ -74,7 +75,7 @@ def check_counts(run_input: RunAgentInput, settings: Settings) -> None:
     tools = run_input.tools or []
     if len(tools) > settings.max_tools_per_run:
         raise too_large(f"{len(tools)} tools; a run may declare {settings.max_tools_per_run}")
-    declared = _utf8_bytes([tool.model_dump(mode="json") for tool in tools])
+    declared = json_bytes([tool.model_dump(mode="json") for tool in tools])
     if declared > settings.max_tools_bytes:
         raise too_large(
             f"the run's tools take {declared} bytes; a thread keeps at most "
@@ -89,9 +90,9 @@ def check_state_and_context(run_input: RunAgentInput, settings: Settings) -> Non
     Temporal update and its turn's input. ``null`` or no ``state`` is no state."""
     _check_state(run_input.state, settings)
     context = [entry.model_dump(mode="json") for entry in run_input.context or []]
-    if context and _utf8_bytes(context) > settings.max_context_bytes:
+    if context and json_bytes(context) > settings.max_context_bytes:
         raise too_large(
-            f"context takes {_utf8_bytes(context)} bytes; a run may send "
+            f"context takes {json_bytes(context)} bytes; a run may send "
             f"{settings.max_context_bytes}"
         )
 
@@ -106,9 +107,9 @@ def _check_state(state: Any, settings: Settings) -> None:
         )
     if any(not key.strip() for key in state):
         raise invalid(ErrorType.INVALID_STATE, "state keys must not be empty or blank")
-    if _utf8_bytes(state) > settings.max_state_bytes:
+    if json_bytes(state) > settings.max_state_bytes:
         raise too_large(
-            f"state takes {_utf8_bytes(state)} bytes; a run may send {settings.max_state_bytes}"
+            f"state takes {json_bytes(state)} bytes; a run may send {settings.max_state_bytes}"
         )
 
 

@@ -39,6 +39,9 @@ class ErrorType(StrEnum):
     RUN_IN_PROGRESS = "RunInProgress"
     """A run sent with ``multitaskStrategy`` ``reject`` while another run of the thread is in
     progress or queued (409; nothing taken in)."""
+    STATE_TOO_LARGE = "StateTooLarge"
+    """A run's ``state`` merged over the thread's stored state would pass
+    ``max_thread_state_bytes`` (413; nothing taken in)."""
     ANSWERS_TOO_LARGE = "AnswersTooLarge"
     """The answers a batch holds would pass ``MAX_BATCH_ANSWER_BYTES`` (413)."""
     SESSION_STORE_INCONSISTENT = "SessionStoreInconsistent"

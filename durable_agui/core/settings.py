@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     max_state_bytes: int = Field(default=65_536, ge=2, le=262_144)
     """UTF-8 bytes of the ``state`` one run may send (it travels in the run's Temporal
     update and the turn's input); 413 above."""
+    max_thread_state_bytes: int = Field(default=262_144, ge=2, le=4_194_304)
+    """UTF-8 bytes of a thread's stored shared state as a whole, after a run's ``state`` is
+    merged over it (every turn streams it whole); 413 ``StateTooLarge`` for a run that would
+    pass it. At least ``max_state_bytes``."""
     max_context_bytes: int = Field(default=65_536, ge=2, le=262_144)
     """UTF-8 bytes of the ``context`` entries one run may send (they reach the model with
     the turn's system prompt); 413 above."""
@@ -228,6 +232,14 @@ class Settings(BaseSettings):
         ):
             raise ValueError(f"{url!r} is not an http(s) URL")
         return url
+
+    @model_validator(mode="after")
+    def _thread_state_holds_a_run_state(self) -> Settings:
+        if self.max_thread_state_bytes < self.max_state_bytes:
+            raise ValueError(
+                "DURABLE_AGUI_MAX_THREAD_STATE_BYTES must be at least DURABLE_AGUI_MAX_STATE_BYTES"
+            )
+        return self
 
     @model_validator(mode="after")
     def _webhook_has_a_secret(self) -> Settings:

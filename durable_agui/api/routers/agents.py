@@ -40,6 +40,7 @@ from durable_agui.api.streaming import (
     sse_response,
 )
 from durable_agui.api.thread_client import submit_run, thread_state, with_early_answers
+from durable_agui.api.thread_state_bound import check_thread_state
 from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
 
 logger = logging.getLogger(__name__)
@@ -209,6 +210,9 @@ async def run_agent(
         }
     )
     check_answers(request.tool_results, request.resume, settings)
+    await check_thread_state(
+        settings, session_id_for(thread_id, principal), definition.state, run_input.state
+    )
     try:
         accepted = await submit_run(client, settings, thread_id, request)
     except HTTPException as refused:
