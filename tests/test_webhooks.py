@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.stack import STORES, DevStack, started, store_env
-from tests.support import CONFIRM_BOOKING, post_run, run_input, user
+from tests.support import CONFIRM_BOOKING, parse_sse, post_run, run_input, user
 from tests.webhook_receiver import Attempt, WebhookReceiver
 
 SECRET = "whsec-test-1"
@@ -133,3 +133,32 @@ async def test_a_receiver_that_stays_down_is_recorded_and_the_thread_goes_on(
         http, "demo", run_input(thread, "r2", [user("u2", "again")], [])
     )
     assert status == 200 and events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_a_waiting_body_names_the_owner_and_flags_arguments_left_out(
+    http: httpx.AsyncClient, stack: DevStack, receiver: WebhookReceiver
+) -> None:
+    thread = f"hook-3-{stack.store.kind}"
+    receiver.reset()
+    flight = "F" * 20_000  # past what workflow state keeps of one call's arguments
+    ask = user("u1", 'call confirm_booking {"flight":"' + flight + '"}')
+    status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
+    assert status == 200
+    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    delivered = await deliveries_of(receiver, thread, 2)
+    waiting = next(
+        json.loads(a.body)
+        for a in delivered
+        if a.headers["x-durable-agui-event"] == "thread.waiting"
+    )
+    assert waiting["owner"] == "anonymous"
+    assert waiting["workflowId"] == f"agui-thread-{thread}"
+    (call,) = waiting["pendingToolCalls"]
+    assert call["toolCallId"] == wire_id
+    assert call["args"] == {} and call["argsOmitted"] is True
+    # Where the docs send a receiver for them: the run's events hold them whole.
+    replay = parse_sse((await http.get(f"/threads/{thread}/runs/r1/events")).text)
+    args = "".join(
+        e["delta"] for e in replay if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == wire_id
+    )
+    assert json.loads(args) == {"flight": flight}

@@ -38,6 +38,11 @@ class InterruptView(CamelModel):
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
+    args_omitted: bool = Field(
+        default=False,
+        description="The arguments were too large to keep with the thread's state: args is "
+        "{}; the run's events and GET /threads/{id}/messages hold them.",
+    )
     message: str
     response_schema: dict[str, Any] | None
     expires_at: datetime

@@ -480,6 +480,7 @@ def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> O
         native_id=call.native_id,
         tool_name=call.tool_name,
         args=call.args,
+        args_omitted=call.args_omitted,
         message=call.approval_message or f"Allow {call.tool_name}?",
         response_schema=call.response_schema,
         run_id=run_id,

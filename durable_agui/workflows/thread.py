@@ -830,20 +830,25 @@ class AgentThreadWorkflow:
             return
         calls = [c for c in self._batch.calls.values() if c.result is None]
         interrupts = [i for i in self._batch.interrupts.values() if i.resolution is None]
+        # The owner and workflow id name the thread for a receiver that serves several
+        # principals (thread ids are per principal); argsOmitted marks arguments too large
+        # for workflow state, which the run's events and the thread's messages still hold.
         body = {
             "threadId": self._thread_id,
+            "owner": self._start.owner,
+            "workflowId": workflow.info().workflow_id,
             "runId": run_id,
             "status": self._status.value,
             "event": self._terminal_events.pop(run_id, None),
             "pendingToolCalls": [
                 {"toolCallId": c.wire_id, "toolName": c.tool_name, "args": c.args,
-                 "expiresAt": utc_text(c.expires_at)}
+                 "argsOmitted": c.args_omitted, "expiresAt": utc_text(c.expires_at)}
                 for c in calls
             ],
             "interrupts": [
                 {"id": i.interrupt_id, "toolCallId": i.wire_id, "toolName": i.tool_name,
-                 "message": i.message, "responseSchema": i.response_schema,
-                 "expiresAt": utc_text(i.expires_at)}
+                 "args": i.args, "argsOmitted": i.args_omitted, "message": i.message,
+                 "responseSchema": i.response_schema, "expiresAt": utc_text(i.expires_at)}
                 for i in interrupts
             ],
         }  # fmt: skip
