@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import yaml
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
 
+from durable_agui.cli.devserver import DevServer, free_port, frontend_healthy, temporal_binary
 from durable_agui.core.contract import SEARCH_ATTRIBUTES
 from durable_agui.core.settings import Settings
 from tests.stack import Cluster
@@ -180,3 +183,41 @@ def test_the_otel_profile_collects_spans_and_scrapes_every_process() -> None:
         "http://prometheus:9090",
         "http://jaeger:16686",
     }
+
+
+async def test_a_dev_data_dir_of_an_older_release_gets_the_newer_search_attributes(
+    tmp_path: Path,
+) -> None:
+    # The data dir as a release that knew only ThreadStatus left it: the dev server registers
+    # its --search-attribute flags only when it creates its database.
+    data = tmp_path / "data"
+    data.mkdir()
+    port = free_port()
+    older = subprocess.Popen(
+        [
+            str(temporal_binary()), "server", "start-dev", "--headless",
+            "--db-filename", str(data / "temporal.sqlite"),
+            "--ip", "127.0.0.1", "--port", str(port), "--http-port", str(free_port()),
+            "--metrics-port", str(free_port()), "--namespace", "default",
+            "--search-attribute", "ThreadStatus=Keyword", "--log-level", "error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while not await frontend_healthy(f"127.0.0.1:{port}"):
+            assert older.poll() is None, "the older dev server exited"
+    finally:
+        older.terminate()
+        older.wait(timeout=30)
+
+    server = DevServer(data, port=free_port(), ui_port=free_port())
+    await server.start_async()
+    try:
+        client = await Client.connect(server.address)
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default")
+        )
+        assert set(SEARCH_ATTRIBUTES) <= set(listed.custom_attributes)
+    finally:
+        server.stop()

