@@ -445,8 +445,9 @@ async def test_a_second_dev_on_the_same_data_directory_is_refused(
 
 
 async def test_dev_takes_its_settings_from_the_environment_too(cli: Launch, tmp_path: Path) -> None:
-    """The README's settings table applies to ``dev``: ``DURABLE_AGUI_DATA_DIR`` and
-    ``DURABLE_AGUI_API_PORT`` used to be ignored (``dev`` wrote ./data, tried port 8000)."""
+    """The settings table (docs/getting-started/install.md) applies to ``dev``:
+    ``DURABLE_AGUI_DATA_DIR`` and ``DURABLE_AGUI_API_PORT`` used to be ignored (``dev`` wrote
+    ./data, tried port 8000)."""
     ports = Ports.free()
     data_dir = tmp_path / "from-env"
     env = {"DURABLE_AGUI_DATA_DIR": str(data_dir), "DURABLE_AGUI_API_PORT": str(ports.api)}
