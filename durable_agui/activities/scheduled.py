@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import HTTPException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agui.client import ThreadRefused, submit_run
 from durable_agui.core.contract import RunRequest, ScheduledRun, UserInput
 from durable_agui.core.settings import Settings
+
+FINAL_STATUSES = frozenset({404, 413, 422})
+"""Refusals retrying cannot change: the thread is gone (404), the run is too large (413) or
+malformed (422)."""
 
 
 class ScheduledRunActivities:
@@ -26,9 +28,8 @@ class ScheduledRunActivities:
                 thread waits for an approval a run must answer, or is busy; 429; 5xx), not
                 when it cannot (404 the thread is gone, 413, 422).
         """
-        # The API's own path to a thread, so a scheduled run is checked as any other.
-        from durable_agui.api.thread_client import submit_run
-
+        # The API's own path to a thread (``durable_agui.client``), so a scheduled run is
+        # checked as any other.
         request = RunRequest(
             run_id=run_id,
             agent=scheduled.agent,
@@ -37,10 +38,9 @@ class ScheduledRunActivities:
         )
         try:
             await submit_run(activity.client(), self._settings, scheduled.thread_id, request)
-        except HTTPException as refused:
-            detail: dict[str, Any] = refused.detail if isinstance(refused.detail, dict) else {}
+        except ThreadRefused as refused:
             raise ApplicationError(
-                str(detail.get("message", refused.detail)),
-                type=str(detail.get("type", "ScheduledRunRefused")),
-                non_retryable=refused.status_code in (404, 413, 422),
+                refused.message,
+                type=str(refused.type),
+                non_retryable=refused.status in FINAL_STATUSES,
             ) from None

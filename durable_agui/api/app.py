@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,19 @@ from temporalio.client import Client
 from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.context import ApiContext
-from durable_agui.api.errors import BODY_ERRORS, api_error, error_response, error_responses
+from durable_agui.api.errors import (
+    BODY_ERRORS,
+    api_error,
+    error_response,
+    error_responses,
+    http_error,
+)
 from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
 from durable_agui.api.routers import codec, schedules, threads
 from durable_agui.api.thread_counts import ThreadCounts
 from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
+from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.settings import Settings, get_settings
 from durable_agui.telemetry.metrics import api_instruments
 
@@ -142,21 +149,13 @@ def create_app(
     router = create_router(settings, agents=agents, client=client)
     context: ApiContext = router.state  # type: ignore[attr-defined]
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        client = await context.temporal()  # fail at start, not on the first request
-        if settings.search_attributes:
-            loop = asyncio.get_running_loop()
-            api_instruments().thread_counts = ThreadCounts(client, loop)
-        yield
-
     # /docs serves Swagger UI from the fastapi-offline package: no CDN, works offline. No
     # /redoc: its bundle fetches a logo from cdn.redoc.ly.
     app = FastAPIOffline(
         redoc_url=None,
         title="durable-agui",
         summary="Strands agents over AG-UI; every thread a durable Temporal workflow.",
-        lifespan=lifespan,
+        lifespan=_lifespan(context, settings),
     )
     app.add_middleware(RequestBodyCheck, max_bytes=settings.max_request_bytes)
     # The request's span (the root of a run's trace, or a child of the caller's
@@ -170,50 +169,7 @@ def create_app(
     app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))
     if settings.auth == "none":
         app.add_middleware(LoopbackHostOnly)
-    agent_names = sorted(context.agents)
-
-    def openapi() -> dict[str, Any]:
-        """FastAPI's document, plus the threadId rule (checked by ``valid_thread_id`` so
-        that its 422 names the rule) wherever a threadId is taken, and the registered agent
-        names (checked by the route so that an unknown one is a 404), and OpenAPI links from
-        a run to the thread routes it makes reachable (so clients and fuzzers can follow)."""
-        if app.openapi_schema is None:
-            schema = FastAPI.openapi(app)
-            rule = {"pattern": THREAD_ID_PATTERN.pattern, "maxLength": 128}
-            for operations in schema["paths"].values():
-                for operation in operations.values():
-                    for parameter in operation.get("parameters", []):
-                        if parameter["name"] == "threadId":
-                            parameter["schema"].update(rule)
-                        elif parameter["name"] == "agent":
-                            parameter["schema"]["enum"] = agent_names
-            links: dict[str, Any] = {}
-            for path, operations in schema["paths"].items():
-                if not path.startswith("/threads/{threadId}"):
-                    continue
-                for operation in operations.values():
-                    parameters = {"threadId": "$request.body#/threadId"}
-                    if "{runId}" in path:
-                        parameters["runId"] = "$request.body#/runId"
-                    links[operation["operationId"]] = {
-                        "operationId": operation["operationId"],
-                        "parameters": parameters,
-                    }
-            run = schema["paths"].get("/agents/{agent}", {}).get("post")
-            if run is not None:
-                run["responses"]["200"]["links"] = links
-            components = schema["components"]["schemas"]
-            body = components.get("RunAgentInput", {})
-            for field in ("threadId", "runId"):  # runId: RUN_ID_PATTERN, the same rule
-                if field in body.get("properties", {}):
-                    body["properties"][field].update(rule)
-            for name, model in components.items():  # AG-UI messages: MAX_MESSAGE_ID
-                if name.endswith("Message") and "id" in model.get("properties", {}):
-                    model["properties"]["id"].update(minLength=1, maxLength=MAX_MESSAGE_ID)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = _documented(app, sorted(context.agents))  # type: ignore[method-assign]
 
     add_error_handlers(app)
 
@@ -231,11 +187,94 @@ def create_app(
     return app
 
 
+def _lifespan(
+    context: ApiContext, settings: Settings
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: connect to Temporal at start (not on the first request), and
+    count threads by status when they keep search attributes."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = await context.temporal()  # fail at start, not on the first request
+        if settings.search_attributes:
+            loop = asyncio.get_running_loop()
+            api_instruments().thread_counts = ThreadCounts(client, loop)
+        yield
+
+    return lifespan
+
+
+def _documented(app: FastAPI, agent_names: list[str]) -> Callable[[], dict[str, Any]]:
+    """``app.openapi``: FastAPI's document, plus the threadId rule (checked by
+    ``valid_thread_id`` so that its 422 names the rule) wherever a threadId is taken, and the
+    registered agent names (checked by the route so that an unknown one is a 404), and
+    OpenAPI links from a run to the thread routes it makes reachable (so clients and fuzzers
+    can follow). Built once."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            _parameter_rules(schema, agent_names)
+            _run_links(schema)
+            _body_rules(schema["components"]["schemas"])
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    return openapi
+
+
+_THREAD_ID_RULE = {"pattern": THREAD_ID_PATTERN.pattern, "maxLength": 128}
+
+
+def _parameter_rules(schema: dict[str, Any], agent_names: list[str]) -> None:
+    """The threadId rule on every ``threadId`` parameter, the agent names on every ``agent``."""
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["name"] == "threadId":
+                    parameter["schema"].update(_THREAD_ID_RULE)
+                elif parameter["name"] == "agent":
+                    parameter["schema"]["enum"] = agent_names
+
+
+def _run_links(schema: dict[str, Any]) -> None:
+    """Links from a run's 200 to every operation under ``/threads/{threadId}``, with the
+    run's ``threadId`` (and ``runId`` where the path takes one)."""
+    links: dict[str, Any] = {}
+    for path, operations in schema["paths"].items():
+        if path.startswith("/threads/{threadId}"):
+            for operation in operations.values():
+                links[operation["operationId"]] = _link(operation["operationId"], path)
+    run = schema["paths"].get("/agents/{agent}", {}).get("post")
+    if run is not None:
+        run["responses"]["200"]["links"] = links
+
+
+def _link(operation_id: str, path: str) -> dict[str, Any]:
+    parameters = {"threadId": "$request.body#/threadId"}
+    if "{runId}" in path:
+        parameters["runId"] = "$request.body#/runId"
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+def _body_rules(components: dict[str, Any]) -> None:
+    """The id rules on ``RunAgentInput`` (threadId; runId: ``RUN_ID_PATTERN``, the same rule)
+    and on AG-UI messages' ids (``MAX_MESSAGE_ID``)."""
+    body = components.get("RunAgentInput", {})
+    for field in ("threadId", "runId"):
+        if field in body.get("properties", {}):
+            body["properties"][field].update(_THREAD_ID_RULE)
+    for name, model in components.items():
+        if name.endswith("Message") and "id" in model.get("properties", {}):
+            model["properties"]["id"].update(minLength=1, maxLength=MAX_MESSAGE_ID)
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Install the API's error body on ``app``, as ``create_app`` does: a malformed request
     (422 ``InvalidRequest``, the fields in ``errors``), an unknown route (404 ``NotFound``), a
     method not allowed (405) and every other HTTP error answer
-    ``{"detail": {"type", "message"}}``. For an app of your own that includes
+    ``{"detail": {"type", "message"}}``, and so does a thread's refusal (``ThreadRefused``,
+    with its status). For an app of your own that includes
     ``create_router``; it applies to the app's own routes as well."""
 
     @app.exception_handler(RequestValidationError)
@@ -248,7 +287,12 @@ def add_error_handlers(app: FastAPI) -> None:
         return error_response(api_error(422, ErrorType.INVALID_REQUEST, message, errors=errors))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, err: StarletteHTTPException) -> Response:
+    async def http_exception(request: Request, err: StarletteHTTPException) -> Response:
         """Every HTTP error in ``ErrorBody``: routes' own and Starlette's (an unknown path,
         a method not allowed)."""
         return error_response(err)
+
+    @app.exception_handler(ThreadRefused)
+    async def refused(request: Request, err: ThreadRefused) -> Response:
+        """A thread's refusal (``durable_agui.client``) with its status, type and message."""
+        return error_response(http_error(err))

@@ -41,7 +41,8 @@ from temporalio.client import Client
 
 from durable_agui.agents.definition import PredictState
 from durable_agui.api.history import store_errors_as_http
-from durable_agui.api.streaming import RunWindow, log_end, run_event_frames, run_source
+from durable_agui.api.sse import run_event_frames
+from durable_agui.client.run_events import RunWindow, log_end, run_source
 from durable_agui.core.contract import ThreadState, ToolResult
 from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings
@@ -49,6 +50,7 @@ from durable_agui.sessions import session_store
 from durable_agui.translation.events import predict_state_event
 from durable_agui.translation.transcript import thread_transcript, to_agui_messages
 
+_ENCODER = EventEncoder()
 _TOOL_CONTENT: TypeAdapter[str | list[ContentPart]] = TypeAdapter(str | list[ContentPart])
 
 
@@ -163,62 +165,97 @@ async def connect_frames(
 
     ``run_id`` names the short run of a thread with no run to join (the client's ``runId``).
     """
-    encoder = EventEncoder()
     joined = joined_run(state)
-    store = session_store(settings)
-    with store_errors_as_http():
-        if state is None:
-            messages: list[Message] = []
-        elif joined is not None:
-            messages = await asyncio.to_thread(_history_before_run, settings, state)
-        else:
-            messages = await asyncio.to_thread(thread_transcript, store, state)
-        stored = (
-            None
-            if state is None
-            else await asyncio.to_thread(store.agent_state, state.session_id or thread_id)
-        )
-    shared: dict[str, Any] = dict(initial_state or {}) if stored is None else stored
-
-    def snapshots() -> Iterator[str]:
-        yield encoder.encode(MessagesSnapshotEvent(messages=messages))
-        yield encoder.encode(StateSnapshotEvent(snapshot=shared))
-
+    messages, shared = await _stored(settings, thread_id, state, joined, initial_state)
     if state is not None and joined is not None:
         since = await log_end(settings, state.session_id) if state.event_log else 0
         source = run_source(client, settings, workflow_id, state.session_id, state.event_log, since)
         frames = run_event_frames(source, settings, joined, RunWindow.of(state, joined))
+        return _after_first(frames, _snapshots(messages, shared))
+    if state is None:
+        return _empty_run(thread_id, run_id, shared)
+    return _short_run(settings, thread_id, run_id, state, messages, shared, predict_state)
 
-        async def joining() -> AsyncIterator[str]:
-            first = True
-            async for frame in frames:
-                yield frame
-                if first:
-                    first = False
-                    for snapshot in snapshots():
-                        yield snapshot
 
-        return joining()
+async def _stored(
+    settings: Settings,
+    thread_id: str,
+    state: ThreadState | None,
+    joined: str | None,
+    initial_state: Mapping[str, Any] | None,
+) -> tuple[list[Message], dict[str, Any]]:
+    """The history a connecting client is shown (as the joined run found it, else all the
+    thread recorded) and the shared state as stored (``initial_state`` before any)."""
+    store = session_store(settings)
+    stored: dict[str, Any] | None = None
+    messages: list[Message] = []
+    if state is not None:
+        with store_errors_as_http():
+            if joined is not None:
+                messages = await asyncio.to_thread(_history_before_run, settings, state)
+            else:
+                messages = await asyncio.to_thread(thread_transcript, store, state)
+            stored = await asyncio.to_thread(store.agent_state, state.session_id or thread_id)
+    return messages, dict(initial_state or {}) if stored is None else stored
 
-    async def short_run() -> AsyncIterator[str]:
-        yield encoder.encode(RunStartedEvent(thread_id=thread_id, run_id=run_id))
-        if state is None:
-            for snapshot in snapshots():
-                yield snapshot
-            yield encoder.encode(RunFinishedEvent(thread_id=thread_id, run_id=run_id))
-            return
-        history, open_calls = _open_calls(messages, state)
-        yield encoder.encode(MessagesSnapshotEvent(messages=history))
-        yield encoder.encode(StateSnapshotEvent(snapshot=shared))
-        for event in open_calls:
-            if isinstance(event, ToolCallStartEvent):
-                prediction = predict_state_event(event.tool_call_name, predict_state)
-                if prediction is not None:  # as the call's own run streamed it
-                    yield encoder.encode(prediction)
-            yield encoder.encode(event)
-        finished: BaseEvent = waiting_outcome(thread_id, run_id, state)
-        if not settings.pending_tool_call_ids:
-            finished = without_pending_ids(finished)
-        yield encoder.encode(finished)
 
-    return short_run()
+def _snapshots(messages: list[Message], shared: dict[str, Any]) -> list[str]:
+    return [
+        _ENCODER.encode(MessagesSnapshotEvent(messages=messages)),
+        _ENCODER.encode(StateSnapshotEvent(snapshot=shared)),
+    ]
+
+
+async def _after_first(frames: AsyncIterator[str], then: list[str]) -> AsyncIterator[str]:
+    """``frames``, with ``then`` right after the first (the joined run's ``RUN_STARTED``)."""
+    first = True
+    async for frame in frames:
+        yield frame
+        if first:
+            first = False
+            for text in then:
+                yield text
+
+
+async def _empty_run(thread_id: str, run_id: str, shared: dict[str, Any]) -> AsyncIterator[str]:
+    """The short run of a thread that does not exist yet: the snapshots, then the end."""
+    yield _ENCODER.encode(RunStartedEvent(thread_id=thread_id, run_id=run_id))
+    for snapshot in _snapshots([], shared):
+        yield snapshot
+    yield _ENCODER.encode(RunFinishedEvent(thread_id=thread_id, run_id=run_id))
+
+
+async def _short_run(
+    settings: Settings,
+    thread_id: str,
+    run_id: str,
+    state: ThreadState,
+    messages: list[Message],
+    shared: dict[str, Any],
+    predict_state: Sequence[PredictState],
+) -> AsyncIterator[str]:
+    """The short run of a thread with no run to join: the snapshots, its open calls again,
+    and the ``RUN_FINISHED`` that leaves it as it is."""
+    yield _ENCODER.encode(RunStartedEvent(thread_id=thread_id, run_id=run_id))
+    history, open_calls = _open_calls(messages, state)
+    for snapshot in _snapshots(history, shared):
+        yield snapshot
+    for event in _with_predictions(open_calls, predict_state):
+        yield _ENCODER.encode(event)
+    finished: BaseEvent = waiting_outcome(thread_id, run_id, state)
+    if not settings.pending_tool_call_ids:
+        finished = without_pending_ids(finished)
+    yield _ENCODER.encode(finished)
+
+
+def _with_predictions(
+    open_calls: list[BaseEvent], predict_state: Sequence[PredictState]
+) -> Iterator[BaseEvent]:
+    """``open_calls``, each call of a tool ``predict_state`` maps preceded by its
+    ``PredictState`` event, as the call's own run streamed it."""
+    for event in open_calls:
+        if isinstance(event, ToolCallStartEvent):
+            prediction = predict_state_event(event.tool_call_name, predict_state)
+            if prediction is not None:
+                yield prediction
+        yield event

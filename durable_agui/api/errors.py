@@ -1,5 +1,6 @@
 """Every HTTP error the API answers: one body (``ErrorBody``), built by one helper
-(``api_error``), and one table from the thread's error types to statuses.
+(``api_error``); a thread's refusals (``ThreadRefused``, statuses from
+``client.refusals.STATUS_BY_ERROR_TYPE``) answered through ``http_error``.
 
 The body is always ``{"detail": {"type": ..., "message": ...}}`` (FastAPI's ``detail``
 envelope), with ``errors`` added for a body that fails validation; ``type`` is an
@@ -16,42 +17,16 @@ from fastapi import HTTPException
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
-from durable_agui.core.contract import THREAD_ERROR_TYPES, ErrorType
+from durable_agui.client import refusals
+from durable_agui.client.refusals import STATUS_BY_ERROR_TYPE as STATUS_BY_ERROR_TYPE
+from durable_agui.core.contract import ErrorType
+from durable_agui.core.errors import ThreadRefused
 from durable_agui.telemetry.metrics import api_instruments
 
 logger = logging.getLogger(__name__)
-
-STATUS_BY_ERROR_TYPE: dict[str, int] = {
-    ErrorType.UNKNOWN_TOOL_CALL: 409,
-    ErrorType.CONFLICTING_TOOL_RESULT: 409,
-    ErrorType.TOOL_CALL_EXPIRED: 409,
-    ErrorType.TOOL_CALL_ABANDONED: 409,
-    ErrorType.UNKNOWN_INTERRUPT: 409,
-    ErrorType.CONFLICTING_RESUME: 409,
-    ErrorType.INTERRUPTS_UNANSWERED: 409,
-    ErrorType.NO_RUN_IN_PROGRESS: 409,
-    ErrorType.RUN_ID_REUSED: 409,
-    ErrorType.MESSAGE_ID_REUSED: 409,
-    ErrorType.AGENT_MISMATCH: 409,
-    ErrorType.UNKNOWN_AGENT: 404,
-    ErrorType.THREAD_NOT_FOUND: 404,
-    ErrorType.THREAD_BUSY: 429,
-    ErrorType.RUN_IN_PROGRESS: 409,
-    ErrorType.TOO_MANY_SCHEDULES: 409,
-    ErrorType.ROLLING_OVER: 429,
-    ErrorType.ANSWERS_TOO_LARGE: 413,
-    ErrorType.UNSUPPORTED_CONTENT: 422,
-    ErrorType.MEDIA_URL_NOT_ALLOWED: 422,
-    ErrorType.MEDIA_TOO_LARGE: 413,
-    ErrorType.MEDIA_FETCH_FAILED: 422,
-    ErrorType.SESSION_STORE_UNAVAILABLE: 503,
-    ErrorType.SESSION_STORE_INCONSISTENT: 503,
-}
-"""The status of each refusal of the thread (any other of ``THREAD_ERROR_TYPES``: 409)."""
 
 RETRY_AFTER = {429: "1", 503: "5"}
 """``Retry-After`` seconds sent with statuses a client should retry."""
@@ -146,95 +121,25 @@ THREAD_ERRORS = {
 }
 """Errors every route that reaches a thread may answer."""
 
+NO_THREAD = {404: "No such thread (or one of another principal's)."}
+"""The 404 of a route under ``/threads/{threadId}``."""
 
-def thread_not_found(thread_id: str) -> HTTPException:
-    return api_error(404, ErrorType.THREAD_NOT_FOUND, f"no thread {thread_id!r}")
+
+def http_error(refused: ThreadRefused) -> HTTPException:
+    """The HTTP error of a thread's refusal (``durable_agui.client``): its status, type and
+    message, ``Retry-After`` unless the refusal says retrying cannot help."""
+    return api_error(refused.status, refused.type, refused.message, retry=refused.retry)
 
 
 def from_application_error(err: ApplicationError) -> HTTPException:
-    """The HTTP error for a refusal of the workflow (``ApplicationError.type``).
-
-    Only the thread's own refusals (``THREAD_ERROR_TYPES``) reach the client with their
-    message; anything else (the SDK failing to decode an update's arguments, say) is a
-    generic 503, so no exception name or internal text leaks.
-    """
-    if err.type not in THREAD_ERROR_TYPES:
-        return update_failed()
-    error_type = ErrorType(err.type)
-    return api_error(STATUS_BY_ERROR_TYPE.get(error_type, 409), error_type, err.message)
-
-
-def update_failed() -> HTTPException:
-    return api_error(
-        503, ErrorType.UPDATE_FAILED, "the thread could not take the request; retry shortly"
-    )
-
-
-def from_update_failure(err: WorkflowUpdateFailedError) -> HTTPException:
-    """The HTTP error for an update the workflow refused (validator or handler)."""
-    if isinstance(err.cause, ApplicationError):
-        return from_application_error(err.cause)
-    return update_failed()
-
-
-def worker_unavailable() -> HTTPException:
-    """No worker took the thread's workflow task in time (a read or an update)."""
-    return api_error(
-        503,
-        ErrorType.WORKER_UNAVAILABLE,
-        "no worker answered for the thread in time; retry shortly",
-    )
+    """The HTTP error for a refusal of the workflow (``refusals.from_application_error``)."""
+    return http_error(refusals.from_application_error(err))
 
 
 def from_rpc_error(err: RPCError, thread_id: str | None = None) -> HTTPException:
-    """The HTTP error for a Temporal RPC failure on the way to a thread.
-
-    ``NOT_FOUND`` is the thread's 404 when ``thread_id`` is given; ``RESOURCE_EXHAUSTED``
-    (too many updates in flight for the workflow, or its rate limit) is 429 ``ThreadBusy``
-    on every route; a payload over Temporal's limit is 413.
-    """
-    if err.status == RPCStatusCode.NOT_FOUND and thread_id is not None:
-        return thread_not_found(thread_id)
-    if err.status == RPCStatusCode.RESOURCE_EXHAUSTED and "larger than max" in err.message:
-        return api_error(
-            413, ErrorType.REQUEST_TOO_LARGE, "the request is over Temporal's payload limit"
-        )
-    if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
-        return api_error(
-            429,
-            ErrorType.THREAD_BUSY,
-            "too many requests are in flight for this thread; retry shortly",
-        )
-    if err.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in err.message:
-        # Not the client's fault: the server lacks the thread's search attributes.
-        return api_error(
-            503,
-            ErrorType.SEARCH_ATTRIBUTES_MISSING,
-            f"{err.message}: register them on the Temporal server "
-            "(deploy/temporal-setup.sh) or set DURABLE_AGUI_SEARCH_ATTRIBUTES=false",
-            retry=False,
-        )
-    if err.status == RPCStatusCode.INVALID_ARGUMENT:
-        return api_error(422, ErrorType.INVALID_REQUEST, err.message)
-    return temporal_unavailable()
+    """The HTTP error for a Temporal RPC failure (``refusals.from_rpc_error``)."""
+    return http_error(refusals.from_rpc_error(err, thread_id))
 
 
 def temporal_unavailable() -> HTTPException:
-    return api_error(503, ErrorType.TEMPORAL_UNAVAILABLE, "Temporal is unavailable; retry shortly")
-
-
-def from_temporal_error(err: Exception, thread_id: str | None = None) -> HTTPException:
-    """Any error of the Temporal client on the way to a thread, as its HTTP error.
-
-    Raises:
-        Exception: ``err`` itself when it is not one of Temporal's.
-    """
-    if isinstance(err, WorkflowUpdateFailedError):
-        return from_update_failure(err)
-    if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
-        return worker_unavailable()
-    if isinstance(err, ApplicationError):
-        return from_application_error(err)
-    if isinstance(err, RPCError):
-        return from_rpc_error(err, thread_id)
-    raise err
+    return http_error(refusals.temporal_unavailable())

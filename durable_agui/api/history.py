@@ -15,8 +15,10 @@ from typing import Any
 
 from ag_ui.core import Message
 
-from durable_agui.api.errors import api_error
-from durable_agui.core.contract import ErrorType, ThreadState
+from durable_agui.api.errors import http_error
+from durable_agui.client.store_refusals import store_refusals
+from durable_agui.core.contract import ThreadState
+from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.translation.transcript import thread_transcript
@@ -59,16 +61,10 @@ async def shared_state(
 def store_errors_as_http() -> Iterator[None]:
     """The session store's failures as 503s that name no host, port or path (the log has
     the driver's own text): ``SessionStoreUnavailable`` when it cannot be reached,
-    ``SessionStoreInconsistent`` when it does not hold what the thread recorded."""
+    ``SessionStoreInconsistent`` when it does not hold what the thread recorded
+    (``client.store_refusals``, as HTTP errors)."""
     try:
-        yield
-    except STORE_ERRORS as err:
-        logger.warning("the session store failed: %s", err)
-        raise api_error(
-            503,
-            ErrorType.SESSION_STORE_UNAVAILABLE,
-            "the session store is unavailable; try again shortly",
-        ) from None
-    except SessionStoreInconsistent as err:
-        logger.error("the session store is inconsistent: %s", err)
-        raise api_error(503, ErrorType.SESSION_STORE_INCONSISTENT, str(err)) from None
+        with store_refusals():
+            yield
+    except ThreadRefused as refused:
+        raise http_error(refused) from None

@@ -171,3 +171,24 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
 reach a client with their own message. Anything else (an exception's class name, which
 Temporal uses as the type of any other exception) is answered generically, so no exception
 name, path or host leaks."""
+
+
+class ThreadRefused(Exception):
+    """A thread's client refusing a request (``durable_agui.client``): the status an HTTP
+    caller gets (404, 409, 413, 422, 429, 503), the ``ErrorType`` and a message a client
+    may read. The API answers it as its error body (``durable_agui.api.errors``); a worker
+    decides from ``status`` whether retrying may help.
+
+    ``retry``: whether the status's ``Retry-After`` applies (``False`` for a 503 that
+    retrying cannot end: a setting is missing).
+    """
+
+    def __init__(self, status: int, type: ErrorType, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type
+        self.message = message
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        return f"ThreadRefused({self.status}, {self.type.value!r}, {self.message!r})"

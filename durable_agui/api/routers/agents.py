@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ag_ui.core import AgentCapabilities, RunAgentInput
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
@@ -32,15 +32,17 @@ from durable_agui.api.limits import (
     thread_metadata,
 )
 from durable_agui.api.run_input import run_request
-from durable_agui.api.streaming import (
-    RunWindow,
-    log_end,
-    run_event_frames,
-    run_source,
-    sse_response,
-)
-from durable_agui.api.thread_client import submit_run, thread_state, with_early_answers
+from durable_agui.api.sse import run_event_frames, sse_response
 from durable_agui.api.thread_state_bound import check_thread_state
+from durable_agui.client import (
+    RunWindow,
+    ThreadRefused,
+    log_end,
+    run_source,
+    submit_run,
+    thread_state,
+    with_early_answers,
+)
 from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
 
 logger = logging.getLogger(__name__)
@@ -71,9 +73,8 @@ async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentI
     return [AgentInfo(name=a.name, description=a.description) for a in agents.values()]
 
 
-def _is_unknown_call(refused: HTTPException) -> bool:
-    detail = refused.detail
-    return isinstance(detail, dict) and detail.get("type") == ErrorType.UNKNOWN_TOOL_CALL
+def _is_unknown_call(refused: ThreadRefused) -> bool:
+    return refused.type == ErrorType.UNKNOWN_TOOL_CALL
 
 
 def _definition(agents: AgentsDep, agent: str) -> AgentDefinition:
@@ -137,8 +138,8 @@ async def connect_agent(
     check_ids(run_input)
     try:
         state = await thread_state(client, thread_id, principal)
-    except HTTPException as err:
-        if err.status_code != 404:
+    except ThreadRefused as err:
+        if err.status != 404:
             raise
         state = None
     if state is not None and state.agent != agent:
@@ -215,7 +216,7 @@ async def run_agent(
     )
     try:
         accepted = await submit_run(client, settings, thread_id, request)
-    except HTTPException as refused:
+    except ThreadRefused as refused:
         # Answers to calls of the run in progress that its turn has not handed over yet
         # (a card answered while a backend tool of its batch still runs): taken after it.
         if not _is_unknown_call(refused) or not request.tool_results:

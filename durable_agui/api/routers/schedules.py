@@ -36,7 +36,7 @@ from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import api_error, error_responses, from_rpc_error
 from durable_agui.api.models import CamelModel
-from durable_agui.api.thread_client import thread_state
+from durable_agui.client import ThreadRefused, thread_state
 from durable_agui.core.contract import (
     MAX_SCHEDULES,
     SCHEDULE_ID_PREFIX,
@@ -205,7 +205,7 @@ async def _keep_if_still_allowed(
         held = await _principal_schedules(client, settings, principal)
         if held is not None and held > MAX_SCHEDULES_PER_PRINCIPAL:
             raise _too_many_for_principal()
-    except HTTPException:
+    except (HTTPException, ThreadRefused):
         await _delete_if_there(client, schedule_id, thread_id)
         raise
 

@@ -1,9 +1,10 @@
-"""The API's calls into thread workflows, with refusals translated to HTTP errors.
+"""The calls into thread workflows, with refusals as ``ThreadRefused``: the one path to a
+thread for the API and for the worker's scheduled runs.
 
-By name only (``submit_run``, ``submit_tool_results``, ``cancel_run``, ``read_thread``): the
-API does not import the workflow. Every call carries the caller's principal, which both
-picks the thread (``workflow_id_for``: each principal has its own thread ids) and is checked
-by the workflow's validators; no read precedes an update. A thread that is continuing as new
+By name only (``submit_run``, ``submit_tool_results``, ``cancel_run``, ``read_thread``): no
+caller imports the workflow. Every call carries the caller's principal, which both picks
+the thread (``workflow_id_for``: each principal has its own thread ids) and is checked by
+the workflow's validators; no read precedes an update. A thread that is continuing as new
 refuses for a moment (``ThreadRollingOver``): the request is sent again.
 """
 
@@ -15,11 +16,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from fastapi import HTTPException
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
-    WorkflowExecution,
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -33,13 +32,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.api.errors import (
-    api_error,
-    from_rpc_error,
-    from_temporal_error,
-    thread_not_found,
-)
-from durable_agui.api.models import ThreadSummary
+from durable_agui.client.refusals import from_temporal_error, thread_not_found
 from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,
@@ -63,11 +56,10 @@ from durable_agui.core.contract import (
     session_id_for,
     workflow_id_for,
 )
-from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
+from durable_agui.core.errors import ThreadRefused
+from durable_agui.core.event_log import READ_TIMEOUT, read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.core.visibility import owned_thread_id, thread_id_of, visibility_query
-from durable_agui.event_store import LoggedEvent, event_log, new_threads_log
-from durable_agui.event_store.base import read_run
+from durable_agui.event_store import new_threads_log
 
 WORKFLOW_TYPE = "AgentThreadWorkflow"
 ROLLOVER_RETRIES = 25
@@ -79,7 +71,7 @@ T = TypeVar("T")
 
 
 async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
-    """``send()``, again while the thread rolls over; Temporal errors as HTTP errors."""
+    """``send()``, again while the thread rolls over; Temporal errors as refusals."""
     for _ in range(ROLLOVER_RETRIES):
         try:
             return await send()
@@ -91,7 +83,7 @@ async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
             raise from_temporal_error(err, thread_id) from err
         except (RPCError, ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             raise from_temporal_error(err, thread_id) from err
-    raise api_error(429, ErrorType.ROLLING_OVER, "the thread is busy continuing as new; retry")
+    raise ThreadRefused(429, ErrorType.ROLLING_OVER, "the thread is busy continuing as new; retry")
 
 
 def _digest(request: RunRequest) -> str:
@@ -109,7 +101,7 @@ async def submit_run(
     A run that carries answers (tool results, resume entries) only makes sense for a thread
     that exists: it is sent without start, so that a refused first run creates nothing.
     The update id is the ``runId`` and the body's digest: a client that retries the same
-    POST gets the same run. Raises ``HTTPException`` (409, 404, 429, 413, 503).
+    POST gets the same run. Raises ``ThreadRefused`` (409, 404, 429, 413, 503).
     """
     request = request.model_copy(update={"digest": _digest(request)})
     workflow_id = workflow_id_for(thread_id, request.principal)
@@ -130,7 +122,7 @@ async def submit_run(
                     if request.tool_results
                     else request.resume[0].interrupt_id
                 )
-                raise api_error(
+                raise ThreadRefused(
                     409,
                     ErrorType.UNKNOWN_TOOL_CALL,
                     f"{unknown[:80]!r} is not a pending call of thread {thread_id!r} "
@@ -285,111 +277,6 @@ async def _is_running(client: Client, workflow_id: str) -> bool:
     except RPCError:
         return False
     return description.status == WorkflowExecutionStatus.RUNNING
-
-
-MAX_LISTED = 10_000
-"""Running threads ``list_threads`` reads from visibility, at most, to order them."""
-
-
-async def list_threads(
-    client: Client, settings: Settings, principal: str, status: str | None, agent: str | None
-) -> list[ThreadSummary]:
-    """The running threads of ``principal`` from Temporal visibility (filtered there by the
-    ``ThreadStatus``, ``AgentName`` and ``ThreadOwner`` search attributes), most recently
-    active first; at most ``MAX_LISTED`` are read. Without search attributes the owner is told
-    by the workflow id alone (``owned_thread_id``)."""
-    found: list[ThreadSummary] = []
-    owner = owner_key(principal)
-    query = visibility_query(status, agent, principal if settings.search_attributes else None)
-    try:
-        async for execution in client.list_workflows(query, limit=MAX_LISTED):
-            attributes = execution.typed_search_attributes
-            recorded = attributes.get(THREAD_OWNER)
-            if recorded is None:
-                thread_id = owned_thread_id(execution.id, principal)
-            else:
-                thread_id = thread_id_of(execution.id, principal) if recorded == owner else None
-            if thread_id is None:
-                continue
-            found.append(await _summary(execution, thread_id))
-    except RPCError as err:
-        raise from_rpc_error(err) from err
-    found.sort(key=lambda thread: (thread.last_activity, thread.thread_id), reverse=True)
-    return found
-
-
-async def _summary(execution: WorkflowExecution, thread_id: str) -> ThreadSummary:
-    attributes = execution.typed_search_attributes
-    shown_status = attributes.get(THREAD_STATUS)
-    memo = await execution.memo()
-    tags = memo.get("tags")
-    return ThreadSummary(
-        thread_id=thread_id,
-        status=ThreadStatus(shown_status) if shown_status else None,
-        agent=attributes.get(AGENT_NAME),
-        pending_tool_calls=attributes.get(PENDING_TOOL_CALLS) or 0,
-        last_activity=attributes.get(THREAD_LAST_ACTIVITY) or execution.start_time,
-        title=memo.get("title") if isinstance(memo.get("title"), str) else None,
-        tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
-    )
-
-
-async def run_events_so_far(
-    client: Client, settings: Settings, thread_id: str, principal: str, state: ThreadState
-) -> list[LoggedEvent]:
-    """The events the run in progress (``state.current_run_id``) has published so far.
-
-    Raises:
-        temporalio.service.RPCError, temporalio.client.WorkflowUpdateFailedError: the
-            workflow stream could not be read; ``STORE_ERRORS``: the event log could not.
-    """
-    run_id = state.current_run_id or ""
-    log = event_log(settings) if state.event_log else None
-    if log is not None:
-        return await asyncio.to_thread(read_run, log, state.session_id, run_id)
-    handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
-    begin = state.run_start_offsets.get(run_id, 0)
-    return await read_run_events(client, handle, state, run_id, begin)
-
-
-async def with_early_answers(
-    client: Client, settings: Settings, thread_id: str, request: RunRequest
-) -> RunRequest | None:
-    """``request`` with its answers to calls the run in progress has streamed, but not yet
-    handed to the thread (its turn has not ended), moved to ``early_tool_results``; ``None``
-    when it has none (no run in progress, or no such answer): then the thread's own refusal
-    stands. A call counts when the run's stream started it (``TOOL_CALL_START``) as one of
-    the frontend tools ``request`` declares."""
-    try:
-        state = await thread_state(client, thread_id, request.principal)
-    except HTTPException:
-        return None  # no thread (or none to read now): the refusal stands
-    run_id = state.current_run_id
-    if run_id is None or not request.frontend_tools:
-        return None
-    from durable_agui.sessions import STORE_ERRORS  # the stores' drivers, on first use
-
-    try:
-        logged = await run_events_so_far(client, settings, thread_id, request.principal, state)
-    except (RPCError, WorkflowUpdateFailedError):
-        return None
-    except STORE_ERRORS:
-        return None
-    frontend = {tool.name for tool in request.frontend_tools}
-    streaming = {
-        item.data.get("toolCallId")
-        for item in logged
-        if item.data.get("type") == "TOOL_CALL_START" and item.data.get("toolCallName") in frontend
-    }
-    early = [
-        r
-        for r in request.tool_results
-        if r.tool_call_id in streaming and r.tool_call_id not in state.tool_call_ids
-    ]
-    if not early:
-        return None
-    rest = [r for r in request.tool_results if r not in early]
-    return request.model_copy(update={"tool_results": rest, "early_tool_results": early})
 
 
 async def set_metadata(

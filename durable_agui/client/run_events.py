@@ -1,5 +1,9 @@
-"""Reading a run's AG-UI events as SSE frames: from the event log, or from the thread's
-workflow stream for threads started without it."""
+"""Where a run's AG-UI events are, and reading them: the event log (``LogSource``), or the
+thread's workflow stream for threads started without it (``StreamSource``).
+
+Both answer ``retained`` (what is held now, no waiting) and ``followed`` (the events as
+they come); the API frames them as SSE (``durable_agui.api.sse``).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 
-from ag_ui.core import EventType, RunErrorEvent
-from ag_ui.encoder import EventEncoder
-from fastapi.responses import StreamingResponse
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -23,20 +24,15 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.api.errors import api_error
-from durable_agui.core.contract import ErrorType, ThreadState, event_from_wire, run_topic
+from durable_agui.core.contract import ErrorType, ThreadState, run_topic
+from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
-from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import EventLog, LoggedEvent, event_log
 from durable_agui.event_store.base import UNLOGGED, is_tombstone
 from durable_agui.telemetry.metrics import api_instruments
-from durable_agui.translation.open_parts import OpenParts
 
 logger = logging.getLogger(__name__)
-
-TERMINAL_EVENTS = {EventType.RUN_FINISHED, EventType.RUN_ERROR}
-READ_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -96,6 +92,18 @@ class StreamSource:
             poll_cooldown=timedelta(milliseconds=self.settings.stream_poll_cooldown_ms),
         ):
             yield LoggedEvent(streamed.offset, streamed.data, run_id)
+
+
+@dataclass
+class _Following:
+    """Where a ``LogSource.followed`` is: the offset to read from, since when nothing came,
+    how long to pause before the next read (the store away), and whether to read once more
+    after stopping."""
+
+    offset: int
+    quiet_since: float
+    pause: float = 0.0
+    read_last: bool = False
 
 
 class LogSource:
@@ -202,42 +210,68 @@ class LogSource:
 
         While the log cannot be read (its store is away), the thread's state is read every
         ``OUTAGE_RECHECK_S`` instead, for the run's end."""
-        from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
-
         watcher = self.log.watcher()
         async with watcher.watching(self.session_id) as changed:
-            quiet_since = time.monotonic()
-            while True:
-                changed.clear()
-                try:
-                    page, offset = await self._read(run_id, offset)
-                except STORE_ERRORS as err:
-                    logger.warning("reading the event log of %s: %s", self.workflow_id, err)
-                    page = await self._unlogged(run_id)
-                    for event in page:
-                        yield event
-                    if _ends(page):
-                        return
-                    await asyncio.sleep(OUTAGE_RECHECK_S)
-                    continue
-                _record_lag(page)
-                for event in page:
+            following = _Following(offset, quiet_since=time.monotonic())
+            stop = False
+            while not stop:
+                events, stop = await self._step(run_id, following, changed)
+                for event in events:
                     yield event
-                if page:
-                    quiet_since = time.monotonic()
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), timeout=RECHECK_S)
-                if time.monotonic() - quiet_since >= ALIVE_CHECK_S:
-                    waiting, stop = await self._after_quiet(run_id)
-                    for event in waiting:
-                        yield event
-                    if stop:
-                        if not _ends(waiting):
-                            for event in (await self._read(run_id, offset))[0]:
-                                yield event
-                        return
-                    quiet_since = time.monotonic()
+            if following.read_last:
+                for event in (await self._read(run_id, following.offset))[0]:
+                    yield event
+
+    async def _step(
+        self, run_id: str, following: _Following, changed: asyncio.Event
+    ) -> tuple[list[LoggedEvent], bool]:
+        """One read of the log, as its case: the store away, a page, a quiet period."""
+        from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
+
+        if following.pause:
+            await asyncio.sleep(following.pause)
+            following.pause = 0.0
+        changed.clear()
+        try:
+            page, following.offset = await self._read(run_id, following.offset)
+        except STORE_ERRORS as err:
+            return await self._outage_step(run_id, following, err)
+        if page:
+            return self._page_step(page, following)
+        return await self._quiet_step(run_id, following, changed)
+
+    async def _outage_step(
+        self, run_id: str, following: _Following, err: Exception
+    ) -> tuple[list[LoggedEvent], bool]:
+        """The log's store is away: the run's events the thread holds; stop at its end, else
+        read again after ``OUTAGE_RECHECK_S``."""
+        logger.warning("reading the event log of %s: %s", self.workflow_id, err)
+        held = await self._unlogged(run_id)
+        following.pause = OUTAGE_RECHECK_S
+        return held, _ends(held)
+
+    def _page_step(
+        self, page: list[LoggedEvent], following: _Following
+    ) -> tuple[list[LoggedEvent], bool]:
+        """New events: sent, and the quiet period starts again."""
+        _record_lag(page)
+        following.quiet_since = time.monotonic()
+        return page, False
+
+    async def _quiet_step(
+        self, run_id: str, following: _Following, changed: asyncio.Event
+    ) -> tuple[list[LoggedEvent], bool]:
+        """Nothing new: wait for the watcher (at most ``RECHECK_S``); after ``ALIVE_CHECK_S``
+        of quiet, ask the thread (``_after_quiet``). On stopping without the run's end among
+        what it held, the log is read once more (``read_last``)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout=RECHECK_S)
+        if time.monotonic() - following.quiet_since < ALIVE_CHECK_S:
+            return [], False
+        waiting, stop = await self._after_quiet(run_id)
+        following.quiet_since = time.monotonic()
+        following.read_last = stop and not _ends(waiting)
+        return waiting, stop
 
     async def _after_quiet(self, run_id: str) -> tuple[list[LoggedEvent], bool]:
         """After ``ALIVE_CHECK_S`` without an event, ask the thread: the run's events it
@@ -310,143 +344,20 @@ def run_source(
     thread's workflow stream.
 
     Raises:
-        fastapi.HTTPException: 503 ``EventLogUnavailable`` for a thread in the log when this
+        ThreadRefused: 503 ``EventLogUnavailable`` for a thread in the log when this
             process has none (it runs on the S3 store).
     """
     if not in_log:
         return StreamSource(client, settings, workflow_id)
     log = event_log(settings)
     if log is None:
-        raise api_error(
+        raise ThreadRefused(
             503,
             ErrorType.EVENT_LOG_UNAVAILABLE,
             "this thread keeps its events in the event log, and this API has none "
             "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
         )
     return LogSource(log, session_id, client, workflow_id, since)
-
-
-async def run_event_frames(
-    source: RunSource, settings: Settings, run_id: str, window: RunWindow
-) -> AsyncIterator[str]:
-    """SSE frames for run ``run_id``, from ``window.start`` to its terminal event.
-
-    Each frame carries ``id: <offset>`` (stable: resume with ``Last-Event-ID``) and one
-    AG-UI event as ``data:``. What ``source`` already holds is read at once; a run still
-    queued or in progress is then followed, so the stream ends with the run's terminal
-    event. A finished run (or a client that already saw its end) is not followed. If reading
-    fails, or the thread's workflow closes before the run's end, the stream ends with
-    exactly one ``RUN_ERROR`` (code ``StreamFailed``).
-    """
-    reader = _RunReader(source, settings, run_id, window)
-    message = ""
-    for attempt in range(1, READ_ATTEMPTS + 1):
-        try:
-            async for text in reader.retained():
-                yield text
-            if reader.ended or window.finished:
-                return
-            async for text in reader.followed():
-                yield text
-            if reader.ended:
-                return
-            # The stream ends only when the thread's workflow has closed: the run never will.
-            logger.error("thread %s closed before run %s ended", source.workflow_id, run_id)
-            message = "the thread ended before this run did (see the worker's log)"
-            break
-        except Exception as err:  # the client must get a terminal event, whatever broke
-            if attempt < READ_ATTEMPTS:
-                # A poll rejected in passing (a worker restart, a rollover, the log's store
-                # away for a moment): read on from the last event sent, so the client sees
-                # no gap and no duplicate.
-                logger.warning(
-                    "reading run %s of %s: %s; retrying", run_id, source.workflow_id, err
-                )
-                await asyncio.sleep(0.2 * attempt)
-                continue
-            logger.exception("reading events of run %s of %s failed", run_id, source.workflow_id)
-            message = "reading the run's events failed; reconnect with Last-Event-ID"
-    for text in reader.cut_short(message):
-        yield text
-
-
-class _RunReader:
-    """One run's events as SSE frames, from where the last read stopped (``offset``)."""
-
-    def __init__(
-        self, source: RunSource, settings: Settings, run_id: str, window: RunWindow
-    ) -> None:
-        self.source = source
-        self.settings = settings
-        self.run_id = run_id
-        self.offset = window.start
-        self.end = window.end
-        self.finished = window.finished
-        self.ended = False
-        self.encoder = EventEncoder()
-        self.still_open = OpenParts()
-
-    def frames(self, item: LoggedEvent) -> list[str]:
-        """The frames of ``item``: its own, with ``id: <offset>`` (none for an event read
-        from the thread's state, ``UNLOGGED``). A run's end first closes what the stream
-        left open, without ids: a turn attempt that died, or could not write, left its
-        message open, and the thread's end does not know it."""
-        event = event_from_wire(item.data)
-        if not self.settings.pending_tool_call_ids:
-            event = without_pending_ids(event)
-        self.ended = event.type in TERMINAL_EVENTS
-        ends = [self.encoder.encode(e) for e in self.still_open.ends()] if self.ended else []
-        self.still_open.see(item.data)
-        if item.offset == UNLOGGED:
-            return [*ends, self.encoder.encode(event)]
-        self.offset = item.offset + 1
-        self.end = max(self.end, self.offset)
-        return [*ends, f"id: {item.offset}\n{self.encoder.encode(event)}"]
-
-    async def retained(self) -> AsyncIterator[str]:
-        """What the source already holds (no waiting)."""
-        events, end = await self.source.retained(self.run_id, self.offset, self.end, self.finished)
-        for item in events:
-            for text in self.frames(item):
-                yield text
-            if self.ended:
-                return
-        self.offset = max(self.offset, min(self.end, end))
-
-    async def followed(self) -> AsyncIterator[str]:
-        """The run's next events as they are published, until its terminal one."""
-        async for item in self.source.followed(self.run_id, self.offset, self.end):
-            for text in self.frames(item):
-                yield text
-            if self.ended:
-                return
-
-    def cut_short(self, message: str) -> list[str]:
-        """The frames that end a stream cut short: what it left open, then ``RUN_ERROR``."""
-        closing = [
-            *self.still_open.ends(),
-            RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED),
-        ]
-        return [self.encoder.encode(event) for event in closing]
-
-
-def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:
-    """An SSE response of ``frames``, counted in ``STREAM_FOLLOWERS`` while it streams."""
-    return StreamingResponse(
-        _followed(frames),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-
-
-async def _followed(frames: AsyncIterator[str]) -> AsyncIterator[str]:
-    followers = api_instruments().followers
-    followers.add(1)
-    try:
-        async for frame in frames:
-            yield frame
-    finally:
-        followers.add(-1)
 
 
 async def log_end(settings: Settings, session_id: str) -> int:

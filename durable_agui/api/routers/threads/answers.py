@@ -1,0 +1,65 @@
+"""``POST /threads/{threadId}/tool-results``: answers without an AG-UI run (REST trigger)."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import Request
+
+from durable_agui.api.auth import PrincipalDep
+from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.errors import NO_THREAD, error_responses
+from durable_agui.api.limits import check_answers
+from durable_agui.api.models import ToolResultsIn, ToolResultsOut
+from durable_agui.api.routers.threads.base import threads_router
+from durable_agui.api.run_input import content_json
+from durable_agui.client import submit_tool_results
+from durable_agui.core.contract import ResumeAnswer, ToolResult, ToolResultsRequest
+
+router = threads_router()
+
+
+@router.post(
+    "/{threadId}/tool-results",
+    response_model=ToolResultsOut,
+    responses=error_responses(
+        {**NO_THREAD, 409: "Unknown id or conflicting result; nothing stored."}
+    ),
+)
+async def post_tool_results(
+    thread_id: ThreadIdDep,
+    body: ToolResultsIn,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+    posted: Request,
+) -> ToolResultsOut:
+    """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
+
+    When the answers complete the batch, the thread continues in a new run whose events are
+    at ``eventsUrl``. Sending the same answer again is acknowledged and changes nothing.
+    """
+    request = ToolResultsRequest(
+        run_id=f"rest-{uuid.uuid4().hex}",
+        principal=principal,
+        results=[
+            ToolResult(tool_call_id=r.tool_call_id, content=content_json(r.content), error=r.error)
+            for r in body.results
+        ],
+        resume=[
+            ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
+            for r in body.resume
+        ],
+    )
+    check_answers(request.results, request.resume, settings)
+    accepted = await submit_tool_results(client, thread_id, request)
+    return ToolResultsOut(
+        accepted=accepted.accepted,
+        acknowledged=accepted.acknowledged,
+        still_pending=accepted.still_pending,
+        run_id=accepted.run_id,
+        # Beside the path this was posted to, so it keeps the prefix the router is mounted at.
+        events_url=posted.url.path.removesuffix("/tool-results") + f"/runs/{accepted.run_id}/events"
+        if accepted.run_id
+        else None,
+    )

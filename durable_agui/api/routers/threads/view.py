@@ -1,0 +1,110 @@
+"""``GET /threads/{threadId}`` and ``/messages``: what a thread is now, and its history."""
+
+from __future__ import annotations
+
+from durable_agui.api.auth import PrincipalDep
+from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.errors import NO_THREAD, error_responses
+from durable_agui.api.models import (
+    InterruptView,
+    PendingToolCallView,
+    RunTraceView,
+    ThreadMessages,
+    ThreadView,
+    WebhookFailureView,
+)
+from durable_agui.api.routers.threads.base import threads_router
+from durable_agui.client import thread_state
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.translation.transcript import workflow_ui_url
+
+router = threads_router()
+
+
+@router.get("/{threadId}", response_model=ThreadView, responses=error_responses(NO_THREAD))
+async def get_thread(
+    thread_id: ThreadIdDep,
+    client: TemporalDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
+    agents: AgentsDep,
+) -> ThreadView:
+    """The thread's status (``idle``, ``running``, ``awaiting_tool_results``,
+    ``awaiting_approval``), its pending frontend calls, its open approval interrupts and its
+    shared state (``null`` while the session store is away)."""
+    from durable_agui.api.history import shared_state  # loads the stores' drivers
+
+    state = await thread_state(client, thread_id, principal)
+    definition = agents.get(state.agent)
+    workflow_id = workflow_id_for(thread_id, principal)
+    return ThreadView(
+        thread_id=thread_id,
+        agent=state.agent,
+        status=state.status,
+        current_run_id=state.current_run_id,
+        queued_run_ids=state.queued_run_ids,
+        pending_tool_calls=[
+            PendingToolCallView(
+                tool_call_id=call.wire_id,
+                tool_name=call.tool_name,
+                args=call.args,
+                args_omitted=call.args_omitted,
+                run_id=call.run_id,
+                expires_at=call.expires_at,
+                answered=call.result is not None,
+            )
+            for call in state.pending_tool_calls
+        ],
+        interrupts=[
+            InterruptView(
+                id=i.interrupt_id,
+                tool_call_id=i.wire_id,
+                tool_name=i.tool_name,
+                args=i.args,
+                args_omitted=i.args_omitted,
+                message=i.message,
+                response_schema=i.response_schema,
+                expires_at=i.expires_at,
+                answered=i.resolution is not None,
+            )
+            for i in state.interrupts
+        ],
+        state=await shared_state(settings, state, definition.state if definition else None),
+        workflow_id=workflow_id,
+        temporal_ui_url=workflow_ui_url(settings, workflow_id),
+        metadata=state.metadata,
+        recent_runs=[
+            RunTraceView(run_id=run_id, trace_id=trace_id)
+            for run_id, trace_id in state.run_trace_ids.items()
+        ],
+        webhook_failures=[
+            WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
+        ],
+    )
+
+
+@router.get(
+    "/{threadId}/messages",
+    response_model=ThreadMessages,
+    responses=error_responses(
+        {
+            **NO_THREAD,
+            503: "The session store is away, or does not hold what the thread recorded.",
+        }
+    ),
+)
+async def get_messages(
+    thread_id: ThreadIdDep, client: TemporalDep, settings: SettingsDep, principal: PrincipalDep
+) -> ThreadMessages:
+    """The persisted history as AG-UI messages; tool call ids are wire ids.
+
+    503 ``SessionStoreInconsistent`` when the store does not hold what the thread recorded
+    (a message missing or unreadable), rather than a history with a gap. While no run is
+    in progress, only the messages the thread recorded are shown (a failed turn's partial
+    messages are not history: the next turn cuts them).
+    """
+    # Imported on first use: the session stores' drivers load with it (``history``).
+    from durable_agui.api.history import thread_messages
+
+    state = await thread_state(client, thread_id, principal)
+    return ThreadMessages(thread_id=thread_id, messages=await thread_messages(settings, state))
