@@ -183,6 +183,41 @@ class OfflineModel(Model):
             }
         yield {"contentBlockStop": {"contentBlockIndex": index}}
 
+    async def _text_block(self, index: int, text: str) -> AsyncIterable[StreamEvent]:
+        """One text content block, word by word."""
+        yield {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
+        words = re.findall(r"\S+\s*|\s+", text) or [""]
+        for position, word in enumerate(words):
+            if position:
+                await self._pause("chunk_delay_ms")
+            yield {"contentBlockDelta": {"contentBlockIndex": index, "delta": {"text": word}}}
+        yield {"contentBlockStop": {"contentBlockIndex": index}}
+
+    async def _tool_use_block(
+        self, index: int, name: str, arguments: dict[str, Any]
+    ) -> AsyncIterable[StreamEvent]:
+        """One tool-use content block under a new ``toolUseId``, its arguments' JSON in
+        pieces of ``ARGS_PIECE`` characters."""
+        tool_use_id = f"tooluse_{uuid.uuid4().hex[:20]}"
+        yield {
+            "contentBlockStart": {
+                "contentBlockIndex": index,
+                "start": {"toolUse": {"toolUseId": tool_use_id, "name": name}},
+            }
+        }
+        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        for start in range(0, len(text), ARGS_PIECE):
+            if start:
+                await self._pause("chunk_delay_ms")
+            piece = text[start : start + ARGS_PIECE]
+            yield {
+                "contentBlockDelta": {
+                    "contentBlockIndex": index,
+                    "delta": {"toolUse": {"input": piece}},
+                }
+            }
+        yield {"contentBlockStop": {"contentBlockIndex": index}}
+
     async def stream(
         self,
         messages: Messages,
@@ -199,34 +234,12 @@ class OfflineModel(Model):
                 yield event
             index += 1
         if text is not None:
-            yield {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
-            words = re.findall(r"\S+\s*|\s+", text) or [""]
-            for position, word in enumerate(words):
-                if position:
-                    await self._pause("chunk_delay_ms")
-                yield {"contentBlockDelta": {"contentBlockIndex": index, "delta": {"text": word}}}
-            yield {"contentBlockStop": {"contentBlockIndex": index}}
+            async for event in self._text_block(index, text):
+                yield event
             index += 1
         for name, arguments in calls:
-            tool_use_id = f"tooluse_{uuid.uuid4().hex[:20]}"
-            yield {
-                "contentBlockStart": {
-                    "contentBlockIndex": index,
-                    "start": {"toolUse": {"toolUseId": tool_use_id, "name": name}},
-                }
-            }
-            text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-            for start in range(0, len(text), ARGS_PIECE):
-                if start:
-                    await self._pause("chunk_delay_ms")
-                piece = text[start : start + ARGS_PIECE]
-                yield {
-                    "contentBlockDelta": {
-                        "contentBlockIndex": index,
-                        "delta": {"toolUse": {"input": piece}},
-                    }
-                }
-            yield {"contentBlockStop": {"contentBlockIndex": index}}
+            async for event in self._tool_use_block(index, name, arguments):
+                yield event
             index += 1
         yield {"messageStop": {"stopReason": "tool_use" if calls else "end_turn"}}
         yield {
