@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from durable_agui.agents.emit import emit
     from durable_agui.agents.offline_model import OfflineModel
     from durable_agui.api.app import add_error_handlers, create_app, create_router
-    from durable_agui.api.limits import RequestBodyCheck
+    from durable_agui.api.body_check import RequestBodyCheck
     from durable_agui.core.settings import Settings, get_settings
     from durable_agui.core.temporal import connect
     from durable_agui.telemetry import Telemetry, start_telemetry
@@ -60,7 +60,7 @@ _PUBLIC = {
     "add_error_handlers": "durable_agui.api.app",
     "create_app": "durable_agui.api.app",
     "create_router": "durable_agui.api.app",
-    "RequestBodyCheck": "durable_agui.api.limits",
+    "RequestBodyCheck": "durable_agui.api.body_check",
     "Settings": "durable_agui.core.settings",
     "get_settings": "durable_agui.core.settings",
     "connect": "durable_agui.core.temporal",

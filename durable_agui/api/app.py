@@ -22,6 +22,7 @@ from temporalio.client import Client
 
 from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
+from durable_agui.api.body_check import RequestBodyCheck, checked_body
 from durable_agui.api.context import ApiContext
 from durable_agui.api.errors import (
     BODY_ERRORS,
@@ -30,7 +31,6 @@ from durable_agui.api.errors import (
     error_responses,
     http_error,
 )
-from durable_agui.api.limits import RequestBodyCheck, checked_body
 from durable_agui.api.routers import agents as agents_routes
 from durable_agui.api.routers import codec, schedules, threads
 from durable_agui.api.thread_counts import ThreadCounts

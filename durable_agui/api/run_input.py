@@ -1,16 +1,25 @@
-"""From an AG-UI ``RunAgentInput`` to the ``RunRequest`` the thread workflow takes."""
+"""From an AG-UI ``RunAgentInput`` to the ``RunRequest`` the thread workflow takes, with what
+its ``forwardedProps`` ask for (``multitaskStrategy``, ``threadMetadata``)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ag_ui.core import Message, RunAgentInput, ToolMessage, UserMessage
+from pydantic import ValidationError
 
+from durable_agui.agents import AgentDefinition
+from durable_agui.api.errors import api_error
 from durable_agui.core.contract import (
+    MULTITASK_STRATEGIES,
     ContextEntry,
+    ErrorType,
     FrontendTool,
+    MultitaskStrategy,
     ResumeAnswer,
     RunRequest,
+    ThreadMetadata,
     ToolResult,
     UserInput,
 )
@@ -95,3 +104,56 @@ def _frontend_tools(run_input: RunAgentInput) -> list[FrontendTool]:
         )
         for tool in run_input.tools or []
     ]
+
+
+MULTITASK_KEY = "multitaskStrategy"
+"""The ``RunAgentInput.forwardedProps`` key naming a run's ``MultitaskStrategy``."""
+
+
+def multitask_strategy(run_input: RunAgentInput, definition: AgentDefinition) -> MultitaskStrategy:
+    """The run's strategy for a thread that is busy: ``forwardedProps.multitaskStrategy``,
+    else the agent's (``AgentDefinition.multitask_strategy``).
+
+    Raises:
+        HTTPException: 422 ``InvalidRequest`` naming the field, for a value that is not one
+            of ``MULTITASK_STRATEGIES``.
+    """
+    props = run_input.forwarded_props
+    chosen = props.get(MULTITASK_KEY) if isinstance(props, dict) else None
+    if chosen is None:
+        return definition.multitask_strategy
+    if chosen not in MULTITASK_STRATEGIES:
+        raise api_error(
+            422,
+            ErrorType.INVALID_REQUEST,
+            f"forwardedProps.{MULTITASK_KEY} must be one of {', '.join(MULTITASK_STRATEGIES)}; "
+            f"got {json.dumps(chosen)[:60]}",
+        )
+    strategy: MultitaskStrategy = chosen
+    return strategy
+
+
+METADATA_KEY = "threadMetadata"
+"""The ``RunAgentInput.forwardedProps`` key with the thread's title and tags."""
+
+
+def thread_metadata(run_input: RunAgentInput) -> ThreadMetadata | None:
+    """``forwardedProps.threadMetadata`` (``{"title", "tags"}``), when the run sends it.
+
+    Raises:
+        HTTPException: 422 ``InvalidRequest`` naming the field that does not fit.
+    """
+    props = run_input.forwarded_props
+    given = props.get(METADATA_KEY) if isinstance(props, dict) else None
+    if given is None:
+        return None
+    try:
+        return ThreadMetadata.model_validate(given)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise api_error(
+            422,
+            ErrorType.INVALID_REQUEST,
+            f"forwardedProps.{METADATA_KEY}{'.' + where if where else ''}: {first['msg']}",
+        ) from None

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from durable_agui.api.errors import api_error
-from durable_agui.api.limits import json_bytes
+from durable_agui.api.run_checks import json_bytes
 from durable_agui.core.contract import ErrorType
 from durable_agui.core.settings import Settings
 

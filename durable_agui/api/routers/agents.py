@@ -20,7 +20,7 @@ from durable_agui.api.deps import (
     valid_thread_id,
 )
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
-from durable_agui.api.limits import (
+from durable_agui.api.run_checks import (
     check_answers,
     check_counts,
     check_ids,
@@ -28,10 +28,8 @@ from durable_agui.api.limits import (
     check_state_and_context,
     check_tools,
     check_user_content,
-    multitask_strategy,
-    thread_metadata,
 )
-from durable_agui.api.run_input import run_request
+from durable_agui.api.run_input import multitask_strategy, run_request, thread_metadata
 from durable_agui.api.sse import run_event_frames, sse_response
 from durable_agui.api.thread_state_bound import check_thread_state
 from durable_agui.client import (

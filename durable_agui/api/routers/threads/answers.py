@@ -9,9 +9,9 @@ from fastapi import Request
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import NO_THREAD, error_responses
-from durable_agui.api.limits import check_answers
 from durable_agui.api.models import ToolResultsIn, ToolResultsOut
 from durable_agui.api.routers.threads.base import threads_router
+from durable_agui.api.run_checks import check_answers
 from durable_agui.api.run_input import content_json
 from durable_agui.client import submit_tool_results
 from durable_agui.core.contract import ResumeAnswer, ToolResult, ToolResultsRequest

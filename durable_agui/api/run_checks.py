@@ -1,41 +1,35 @@
-"""Limits on what a request may carry, checked before anything reaches a thread.
+"""Limits on what a run may carry, checked before anything reaches a thread.
 
 Everything a run carries (its new user messages and answers) travels in a Temporal update,
 and what a thread remembers of it travels in every continue-as-new input; Temporal refuses
-payloads over about 2 MB. Every size a client controls is bounded here (ids, contents,
-nesting, counts), with a clear 413 or 422 and nothing stored.
+payloads over about 2 MB. Every size a client controls in a run is bounded here (ids,
+contents, counts, tools, answers), with a clear 413 or 422 and nothing stored. The raw
+body's own checks (size, nesting, JSON) are ``body_check``'s.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
-from fastapi import HTTPException, Request
+from fastapi import HTTPException
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
-from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.agents import AgentDefinition
 from durable_agui.agents.definition import normal_tool_name
-from durable_agui.api.errors import api_error, error_response
+from durable_agui.api.errors import api_error
 from durable_agui.api.run_input import content_json, transcript_tail
 from durable_agui.core.contract import (
     MAX_INTERRUPT_ID,
     MAX_MESSAGE_ID,
     MAX_TOOL_CALL_ID,
-    MULTITASK_STRATEGIES,
     RUN_ID_PATTERN,
     ErrorType,
-    MultitaskStrategy,
     ResumeAnswer,
-    ThreadMetadata,
     ToolResult,
 )
 from durable_agui.core.settings import Settings
@@ -43,9 +37,6 @@ from durable_agui.translation import ContentRefused, check_user_part
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Tool names every model provider accepts (the strictest common rule, e.g. Bedrock's)."""
-
-MAX_DEPTH = 32
-"""Deepest JSON nesting a request body may have (tool schemas, content parts, metadata)."""
 
 
 def too_large(message: str) -> HTTPException:
@@ -302,215 +293,3 @@ def check_answers(
                 f"the resume payload for interrupt {answer.interrupt_id!r} is {size} bytes; "
                 f"the limit is {settings.max_tool_result_bytes}"
             )
-
-
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(rb"[\[\]{}]")
-
-
-def json_depth_over(body: bytes, limit: int) -> bool:
-    """Whether the JSON text ``body`` nests deeper than ``limit`` (arrays and objects),
-    found without parsing it (Python's parser recurses, and would fail on deep input)."""
-    depth = 0
-    for bracket in _BRACKET.finditer(_JSON_STRING.sub(b'""', body)):
-        if bracket.group() in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (RFC 8259)")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"{text[:40]} is beyond the range of a double")
-    return value
-
-
-def json_body_error(body: bytes) -> tuple[ErrorType, str] | None:
-    """What is wrong with the JSON request body ``body``, as ``(type, message)``, or
-    ``None``. Checks every field a client sends, keys included: nesting deeper than
-    ``MAX_DEPTH`` (``TooDeep``), text that is not JSON or not UTF-8, ``NaN`` / ``Infinity``
-    and numbers too large for a double such as ``1e999`` (``InvalidJson``; Python's
-    parser takes them, RFC 8259 has no such numbers), and lone
-    surrogates such as ``"\\ud800"`` (``InvalidText``: UTF-8 cannot encode them)."""
-    if json_depth_over(body, MAX_DEPTH):
-        return ErrorType.TOO_DEEP, f"the body nests JSON deeper than {MAX_DEPTH} levels"
-    try:
-        parsed = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except ValueError as err:
-        return ErrorType.INVALID_JSON, f"the body is not valid JSON: {str(err)[:200]}"
-    try:
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return (
-            ErrorType.INVALID_TEXT,
-            "the body holds text that is not valid Unicode (a lone surrogate)",
-        )
-    return None
-
-
-def is_json_media_type(content_types: list[bytes]) -> bool:
-    """Whether a body sent with these ``Content-Type`` header values is JSON: none at all
-    (FastAPI reads such a body as JSON), or exactly one ``application/json`` or
-    ``application/<something>+json`` (RFC 6839), in any letter case, with any parameters.
-    Two values are refused: which one a parser believes is not something to leave open."""
-    if not content_types:
-        return True
-    if len(content_types) > 1:
-        return False
-    media_type = content_types[0].split(b";")[0].strip().lower()
-    return media_type == b"application/json" or (
-        media_type.startswith(b"application/") and media_type.endswith(b"+json")
-    )
-
-
-def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
-    """What is wrong with the request body ``body`` of the request in ``scope``, or
-    ``None``: 415 for a body that is not JSON (``is_json_media_type``), 422 for JSON that
-    ``json_body_error`` refuses. An empty body is for the route to judge."""
-    if not body:
-        return None
-    content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
-    if not is_json_media_type(content_types):
-        return api_error(
-            415,
-            ErrorType.UNSUPPORTED_MEDIA_TYPE,
-            "a request body must be JSON: send Content-Type: application/json",
-        )
-    error = json_body_error(body)
-    return invalid(*error) if error is not None else None
-
-
-BODY_CHECKED = "durable_agui.body_checked"
-"""ASGI scope key ``RequestBodyCheck`` sets, so ``checked_body`` does not check twice."""
-
-
-def checked_body(max_bytes: int) -> Callable[[Request], Awaitable[None]]:
-    """A route dependency doing ``RequestBodyCheck``'s checks on the body the route reads
-    (for an app without the middleware: an author's own app that includes the router)."""
-
-    async def check(request: Request) -> None:
-        if request.scope.get(BODY_CHECKED) or request.method in ("GET", "HEAD", "OPTIONS"):
-            return
-        body = await request.body()
-        if len(body) > max_bytes:
-            raise too_large(f"the request body is over {max_bytes} bytes")
-        refusal = content_refusal(request.scope, body)
-        if refusal is not None:
-            raise refusal
-
-    return check
-
-
-class RequestBodyCheck:
-    """ASGI middleware, before any route: 413 for a body over ``max_bytes`` (declared or
-    streamed), 415 for a body that is not JSON (``is_json_media_type``; this also refuses
-    the ``text/plain`` bodies a cross-site form can send), 422 for a JSON body that
-    ``json_body_error`` refuses. All answer with the API's error body; the route never sees
-    such a request."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        chunks = None if self._declared_too_large(scope) else await self._read(receive)
-        if chunks is None:
-            refusal: HTTPException | None = self._too_large()
-        else:
-            refusal = content_refusal(scope, b"".join(m.get("body", b"") for m in chunks))
-        if refusal is not None:
-            await error_response(refusal)(scope, receive, send)
-            return
-        replay = iter(chunks or [])
-
-        async def replayed() -> Message:
-            return next(replay, None) or await receive()
-
-        await self.app({**scope, BODY_CHECKED: True}, replayed, send)
-
-    def _declared_too_large(self, scope: Scope) -> bool:
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        return declared is not None and declared.isdigit() and int(declared) > self.max_bytes
-
-    async def _read(self, receive: Receive) -> list[Message] | None:
-        """The request's body messages, read whole (it is small by definition), so that a
-        chunked body over the limit is refused here with 413 rather than failing inside the
-        route's parsing; ``None`` once it passes ``max_bytes``."""
-        chunks: list[Message] = []
-        size = 0
-        while True:
-            message = await receive()
-            chunks.append(message)
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                return None
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                return chunks
-
-    def _too_large(self) -> HTTPException:
-        return too_large(
-            f"the request body is over {self.max_bytes} bytes; large tool results belong in "
-            "a store the tool shares with the agent, not in the thread"
-        )
-
-
-MULTITASK_KEY = "multitaskStrategy"
-"""The ``RunAgentInput.forwardedProps`` key naming a run's ``MultitaskStrategy``."""
-
-
-def multitask_strategy(run_input: RunAgentInput, definition: AgentDefinition) -> MultitaskStrategy:
-    """The run's strategy for a thread that is busy: ``forwardedProps.multitaskStrategy``,
-    else the agent's (``AgentDefinition.multitask_strategy``).
-
-    Raises:
-        HTTPException: 422 ``InvalidRequest`` naming the field, for a value that is not one
-            of ``MULTITASK_STRATEGIES``.
-    """
-    props = run_input.forwarded_props
-    chosen = props.get(MULTITASK_KEY) if isinstance(props, dict) else None
-    if chosen is None:
-        return definition.multitask_strategy
-    if chosen not in MULTITASK_STRATEGIES:
-        raise invalid(
-            ErrorType.INVALID_REQUEST,
-            f"forwardedProps.{MULTITASK_KEY} must be one of {', '.join(MULTITASK_STRATEGIES)}; "
-            f"got {json.dumps(chosen)[:60]}",
-        )
-    strategy: MultitaskStrategy = chosen
-    return strategy
-
-
-METADATA_KEY = "threadMetadata"
-"""The ``RunAgentInput.forwardedProps`` key with the thread's title and tags."""
-
-
-def thread_metadata(run_input: RunAgentInput) -> ThreadMetadata | None:
-    """``forwardedProps.threadMetadata`` (``{"title", "tags"}``), when the run sends it.
-
-    Raises:
-        HTTPException: 422 ``InvalidRequest`` naming the field that does not fit.
-    """
-    props = run_input.forwarded_props
-    given = props.get(METADATA_KEY) if isinstance(props, dict) else None
-    if given is None:
-        return None
-    try:
-        return ThreadMetadata.model_validate(given)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise invalid(
-            ErrorType.INVALID_REQUEST,
-            f"forwardedProps.{METADATA_KEY}{'.' + where if where else ''}: {first['msg']}",
-        ) from None
