@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import TypeVar
+from datetime import datetime
 
 from temporalio.exceptions import ApplicationError
 
@@ -40,6 +38,32 @@ from durable_agui.core.contract import (
     ToolCallRecord,
     ToolResult,
 )
+from durable_agui.workflows.bounds import recent, shown, time_to
+from durable_agui.workflows.verdicts import (
+    DENIED,
+    INTERRUPT_PREFIX,
+    NO_ANSWER,
+    Judgement,
+    Verdict,
+    echoes_no_answer,
+    refuse_result,
+    refuse_resume,
+)
+
+__all__ = [
+    "DENIED",
+    "KEEP_CALL_IDS",
+    "KEEP_CLOSED",
+    "MAX_BATCH_ANSWER_BYTES",
+    "NO_ANSWER",
+    "Closing",
+    "Judgement",
+    "ToolCallBatch",
+    "Verdict",
+    "recent",
+    "shown",
+    "time_to",
+]
 
 MAX_BATCH_ANSWER_BYTES = 512_000
 """Answers (content, error text, approval payloads; UTF-8 bytes) an open batch may hold.
@@ -50,45 +74,6 @@ KEEP_CLOSED = 1000
 KEEP_CALL_IDS = 1000
 """Wire -> native id pairs remembered (the most recent calls): transcripts show older
 calls under their native ids."""
-
-NO_ANSWER = {
-    ClosedReason.ABANDONED: "The client did not answer this tool call before the user sent "
-    "a new message.",
-    ClosedReason.EXPIRED: "The client did not answer this tool call before its deadline.",
-    ClosedReason.CANCELLED: "The run was cancelled before this tool call was answered.",
-}
-"""Error result persisted in place of the placeholder for a call that got no answer."""
-
-DENIED = "The person declined this action; it was not run."
-"""Error result persisted for an approval the person cancelled."""
-
-T = TypeVar("T")
-
-INTERRUPT_PREFIX = "approve-"
-"""An approval's interrupt id is this prefix and the call's wire id."""
-
-
-class Verdict(StrEnum):
-    """What one answer is to the batch (see the module docstring)."""
-
-    NEW = "new"
-    SAME = "same"
-    ECHO = "echo"
-    CONFLICTING = "conflicting"
-    CLOSED = "closed"
-    UNKNOWN = "unknown"
-
-    @property
-    def acknowledged(self) -> bool:
-        return self in (Verdict.SAME, Verdict.ECHO)
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """The verdict on one answer; ``closed``: why its call closed (``CLOSED`` only)."""
-
-    verdict: Verdict
-    closed: ClosedReason | None = None
 
 
 @dataclass
@@ -138,6 +123,9 @@ class ToolCallBatch:
     def waiting_interrupts(self) -> list[OpenInterrupt]:
         return [i for i in self.state.interrupts.values() if i.resolution is None]
 
+    def waiting_calls(self) -> list[PendingToolCall]:
+        return [c for c in self.state.calls.values() if c.result is None]
+
     def waiting_call_ids(self) -> list[str]:
         return [w for w, c in self.state.calls.items() if c.result is None]
 
@@ -162,7 +150,7 @@ class ToolCallBatch:
         closed = self.state.closed_calls.get(wire_id)
         if closed is not None:
             held_digest, reason = closed
-            if held_digest == result.answer_digest() or _echoes_no_answer(result, reason):
+            if held_digest == result.answer_digest() or echoes_no_answer(result, reason):
                 return Judgement(Verdict.SAME)
             if reason == ClosedReason.ANSWERED:
                 return Judgement(Verdict.CONFLICTING)
@@ -236,7 +224,13 @@ class ToolCallBatch:
             earlier = taken.get(result.tool_call_id)
             if earlier is not None and not result.same_answer(earlier):
                 judged = Judgement(Verdict.CONFLICTING)
-            self._refuse_result(result.tool_call_id, judged, thread_id, run_in_progress)
+            refuse_result(
+                result.tool_call_id,
+                judged,
+                thread_id,
+                run_in_progress=run_in_progress,
+                approval=self._is_approval(result.tool_call_id),
+            )
             if judged.verdict == Verdict.NEW and earlier is None:
                 new_bytes += result.size()
                 taken[result.tool_call_id] = result
@@ -251,7 +245,7 @@ class ToolCallBatch:
             earlier = taken.get(answer.interrupt_id)
             if earlier is not None and not answer.same_answer(earlier):
                 judged = Judgement(Verdict.CONFLICTING)
-            _refuse_resume(answer.interrupt_id, judged, thread_id)
+            refuse_resume(answer.interrupt_id, judged, thread_id)
             if judged.verdict == Verdict.NEW and earlier is None:
                 new_bytes += answer.size()
                 taken[answer.interrupt_id] = answer
@@ -292,28 +286,6 @@ class ToolCallBatch:
         if self._is_approval(wire_id):
             return INTERRUPT_PREFIX + wire_id in self.state.closed_interrupts
         return wire_id not in self.state.closed_calls
-
-    def _refuse_result(
-        self, wire_id: str, judged: Judgement, thread_id: str, run_in_progress: bool
-    ) -> None:
-        if judged.verdict == Verdict.CONFLICTING:
-            raise ApplicationError(
-                f"tool call {wire_id!r} already has a different result",
-                type=ErrorType.CONFLICTING_TOOL_RESULT,
-            )
-        if judged.verdict == Verdict.CLOSED and judged.closed is not None:
-            _refuse_closed(wire_id, judged.closed)
-        if judged.verdict == Verdict.UNKNOWN:
-            hint = ""
-            if self._is_approval(wire_id):
-                hint = " (it needs approval: answer its interrupt with a resume entry)"
-            elif run_in_progress:
-                hint = " (a run is in progress: send results after its RUN_FINISHED)"
-            raise ApplicationError(
-                f"tool call {shown(wire_id)} is not a pending frontend call of thread "
-                f"{thread_id!r}{hint}",
-                type=ErrorType.UNKNOWN_TOOL_CALL,
-            )
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -417,60 +389,6 @@ class ToolCallBatch:
                 "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
             }
         )
-
-
-def time_to(deadline: datetime | None, now: datetime) -> timedelta | None:
-    """How long a wait for ``deadline`` lasts from ``now`` (at least 1 ms; ``None``: no
-    deadline)."""
-    if deadline is None:
-        return None
-    return max(deadline - now, timedelta(milliseconds=1))
-
-
-def recent(items: dict[str, T], keep: int) -> dict[str, T]:
-    """The last ``keep`` entries of an insertion-ordered dict (none for ``keep`` <= 0:
-    ``list[-0:]`` would be all of them)."""
-    return dict(list(items.items())[-keep:]) if keep > 0 else {}
-
-
-def shown(client_id: str) -> str:
-    """A client-chosen id as an error message quotes it: at most 80 characters."""
-    return repr(client_id if len(client_id) <= 80 else client_id[:77] + "...")
-
-
-def _echoes_no_answer(result: ToolResult, reason: ClosedReason) -> bool:
-    """The client sending back the "no answer" result this server streamed for the call."""
-    if reason == ClosedReason.ANSWERED:
-        return False
-    return result.same_answer(
-        ToolResult(tool_call_id=result.tool_call_id, content=NO_ANSWER[reason])
-    )
-
-
-def _refuse_resume(interrupt_id: str, judged: Judgement, thread_id: str) -> None:
-    if judged.verdict == Verdict.UNKNOWN:
-        raise ApplicationError(
-            f"interrupt {shown(interrupt_id)} is not open in thread {thread_id!r}",
-            type=ErrorType.UNKNOWN_INTERRUPT,
-        )
-    if judged.verdict == Verdict.CLOSED and judged.closed is not None:
-        _refuse_closed(interrupt_id, judged.closed)
-    if judged.verdict == Verdict.CONFLICTING:
-        raise ApplicationError(
-            f"interrupt {interrupt_id!r} already has a different answer",
-            type=ErrorType.CONFLICTING_RESUME,
-        )
-
-
-def _refuse_closed(answer_id: str, reason: ClosedReason) -> None:
-    error_type = (
-        ErrorType.TOOL_CALL_EXPIRED
-        if reason == ClosedReason.EXPIRED
-        else ErrorType.TOOL_CALL_ABANDONED
-    )
-    raise ApplicationError(
-        f"{answer_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}", type=error_type
-    )
 
 
 def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:

@@ -99,9 +99,7 @@ class ThreadTelemetry:
             if count:
                 self._counter(TOOL_CALLS_CLOSED).add(count, {"reason": reason.value})
         if self._span is not None:
-            unanswered = [r for r in reasons if r != ClosedReason.ANSWERED and reasons[r]]
-            outcome = unanswered[0] if unanswered else ClosedReason.ANSWERED
-            self._span.set_attribute(ATTRIBUTE_BATCH_OUTCOME, outcome.value)
+            self._span.set_attribute(ATTRIBUTE_BATCH_OUTCOME, batch_outcome(reasons).value)
             self._span.set_attribute(ATTRIBUTE_TOOL_CALL_IDS, [wire for wire, _ in calls])
             self._span.set_attribute(ATTRIBUTE_NATIVE_TOOL_CALL_IDS, [n for _, n in calls])
         self.log(
@@ -145,3 +143,10 @@ class ThreadTelemetry:
         return self._meter.create_histogram_timedelta(
             ANSWER_WAIT.name, ANSWER_WAIT.description, SECONDS
         )
+
+
+def batch_outcome(reasons: dict[ClosedReason, int]) -> ClosedReason:
+    """How a batch closed, in one word: the first reason a call closed unanswered, else
+    ``answered``."""
+    unanswered = [r for r in reasons if r != ClosedReason.ANSWERED and reasons[r]]
+    return unanswered[0] if unanswered else ClosedReason.ANSWERED

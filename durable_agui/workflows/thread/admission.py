@@ -1,0 +1,192 @@
+"""Admission: which runs, answers, cancels and deletions a thread takes in.
+
+Every update of the thread is judged here before it is accepted (Temporal's update
+validators: a refused update writes nothing to history), and refused with an
+``ApplicationError`` whose ``type`` names the case, which the API maps to an HTTP status in
+one table. The rules (ours, README "Human in the loop" and "Double texting"):
+
+- a thread is its owner's alone: anyone else, and anyone once its deletion began, is told
+  exactly what a thread that does not exist answers (``ThreadNotFound``);
+- a run belongs to the thread's agent; a known ``runId`` is a client's retry when its body
+  is the same (taken as the same run), and refused when it is not;
+- while the thread continues as new, or is deleted, requests are told to retry;
+- ``reject`` refuses a run while another runs or waits; at most ``MAX_QUEUED_RUNS`` queue;
+- a message id is taken once with one content (an edit is the exception that proves it);
+- answers are judged by the open batch (``ToolCallBatch.check``), and a run must answer
+  every open approval.
+
+Pure: no I/O, no ``temporalio.workflow``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import (
+    CancelRequest,
+    ErrorType,
+    ResumeAnswer,
+    RunRequest,
+    ThreadCarry,
+    ToolResult,
+    ToolResultsRequest,
+)
+from durable_agui.workflows.batch import ToolCallBatch
+from durable_agui.workflows.bounds import shown
+from durable_agui.workflows.thread.rewind import rewind_point
+
+MAX_QUEUED_RUNS = 8
+"""Runs a thread queues behind the one in progress; one more is refused with 429
+(``ThreadBusy``), so a burst of requests cannot grow a thread's history without bound."""
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """What admission reads of a thread: its identity, its carried state and open batch,
+    and the moment's flags."""
+
+    thread_id: str
+    owner: str
+    agent: str
+    book: ThreadCarry
+    batch: ToolCallBatch
+    current_run_id: str | None
+    deleting: bool
+    rolling_over: bool
+
+    @property
+    def busy(self) -> bool:
+        return self.current_run_id is not None or bool(self.book.queue)
+
+    def knows_run(self, run_id: str) -> bool:
+        return (
+            run_id == self.current_run_id
+            or run_id in self.book.finished_run_ids
+            or any(run.run_id == run_id for run in self.book.queue)
+        )
+
+
+def check_owner(view: ThreadView, principal: str) -> None:
+    if principal != view.owner or view.deleting:
+        # Exactly what a thread that does not exist answers: nothing leaks.
+        raise ApplicationError(f"no thread {view.thread_id!r}", type=ErrorType.THREAD_NOT_FOUND)
+
+
+def check_not_rolling_over(view: ThreadView) -> None:
+    if view.rolling_over:
+        raise ApplicationError(
+            "the thread is continuing as new; send the request again",
+            type=ErrorType.ROLLING_OVER,
+        )
+
+
+def is_replay(view: ThreadView, request: RunRequest) -> bool:
+    """The same runId with the same body: a client retrying its POST."""
+    return bool(request.digest) and view.book.run_digests.get(request.run_id) == request.digest
+
+
+def check_run(view: ThreadView, request: RunRequest) -> None:
+    """Admit a run (``submit_run``), in the order a client meets the rules."""
+    if view.deleting and request.principal == view.owner:
+        # The thread is going away: sent again once it has, the run starts a new one.
+        raise ApplicationError(
+            "the thread is being deleted; send the run again to start a new one",
+            type=ErrorType.ROLLING_OVER,
+        )
+    check_owner(view, request.principal)
+    if request.agent != view.agent:
+        raise ApplicationError(
+            f"thread {view.thread_id!r} belongs to agent {view.agent!r}, not {request.agent!r}",
+            type=ErrorType.AGENT_MISMATCH,
+        )
+    if view.knows_run(request.run_id):
+        if is_replay(view, request):
+            return  # a retried POST: the same run, nothing new
+        raise ApplicationError(
+            f"runId {request.run_id!r} was already used in thread {view.thread_id!r} "
+            "with other input; a new run needs a new runId",
+            type=ErrorType.RUN_ID_REUSED,
+        )
+    check_not_rolling_over(view)
+    _check_room(view, request)
+    check_message_ids(view, request)
+    check_answers(view, request.tool_results, request.resume)
+    _check_approvals_answered(view, request)
+
+
+def _check_room(view: ThreadView, request: RunRequest) -> None:
+    """Double texting's ``reject``, and the bound on queued runs."""
+    if request.multitask_strategy == "reject" and view.busy:
+        running = view.current_run_id or view.book.queue[0].run_id
+        raise ApplicationError(
+            f"thread {view.thread_id!r} has a run in progress ({running!r}); this run's "
+            "multitaskStrategy is reject",
+            type=ErrorType.RUN_IN_PROGRESS,
+        )
+    if len(view.book.queue) >= MAX_QUEUED_RUNS:
+        raise ApplicationError(
+            f"thread {view.thread_id!r} already has {len(view.book.queue)} runs queued; "
+            "send this one when one of them has finished",
+            type=ErrorType.THREAD_BUSY,
+        )
+
+
+def _check_approvals_answered(view: ThreadView, request: RunRequest) -> None:
+    answered = {answer.interrupt_id for answer in request.resume}
+    unanswered = [
+        i.interrupt_id for i in view.batch.waiting_interrupts() if i.interrupt_id not in answered
+    ]
+    if unanswered:
+        raise ApplicationError(
+            f"the run must answer every open interrupt with a resume entry "
+            f"(status resolved or cancelled); unanswered: {unanswered}",
+            type=ErrorType.INTERRUPTS_UNANSWERED,
+        )
+
+
+def check_message_ids(view: ThreadView, request: RunRequest) -> None:
+    """A message id taken in once keeps its content (an edit re-sends it with new content:
+    that is its point)."""
+    if rewind_point(view.book, request) is not None:
+        return
+    for message in request.user_messages:
+        taken = view.book.taken_message_digests.get(message.id_digest())
+        if taken is not None and taken != message.digest():
+            raise ApplicationError(
+                f"message id {shown(message.message_id)} was already taken in with other "
+                "content; a new message needs a new id",
+                type=ErrorType.MESSAGE_ID_REUSED,
+            )
+
+
+def check_answers(view: ThreadView, results: list[ToolResult], resume: list[ResumeAnswer]) -> None:
+    view.batch.check(
+        results, resume, thread_id=view.thread_id, run_in_progress=view.current_run_id is not None
+    )
+
+
+def check_tool_results(view: ThreadView, request: ToolResultsRequest) -> None:
+    """Admit answers sent alone (``submit_tool_results``, the REST trigger)."""
+    check_owner(view, request.principal)
+    check_not_rolling_over(view)
+    if not request.results and not request.resume:
+        raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
+    check_answers(view, request.results, request.resume)
+
+
+def check_cancel(view: ThreadView, request: CancelRequest) -> None:
+    """Admit a cancel: of the run in progress, or of the one it names only."""
+    check_owner(view, request.principal)
+    if view.current_run_id is None:
+        raise ApplicationError(
+            f"thread {view.thread_id!r} has no run in progress",
+            type=ErrorType.NO_RUN_IN_PROGRESS,
+        )
+    if request.run_id is not None and request.run_id != view.current_run_id:
+        raise ApplicationError(
+            f"run {shown(request.run_id)} is not in progress on thread "
+            f"{view.thread_id!r} (run {view.current_run_id!r} is)",
+            type=ErrorType.NO_RUN_IN_PROGRESS,
+        )

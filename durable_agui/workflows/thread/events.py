@@ -1,0 +1,120 @@
+"""The thread's own events on their way to its readers (Temporal side).
+
+Threads on the event log (``ThreadInput.event_log``) keep their own events (``RUN_STARTED``,
+closing results, the run's end) in an outbox until they are written: handed to the run's
+turn as its prelude (it appends them first), and appended at the run's end by one local
+activity attempt inside the workflow task that ends the run; a log that refuses holds
+nothing up (the write goes on in the background, and readers read the outbox from the
+thread's state meanwhile). Older threads publish to their workflow stream
+(``temporalio.contrib.workflow_streams``), as they always did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ag_ui.core import BaseEvent
+    from temporalio.contrib.workflow_streams import WorkflowStream
+
+    from durable_agui.core.contract import (
+        AppendInput,
+        LoggedRunEvent,
+        ThreadInput,
+        event_to_wire,
+        run_topic,
+    )
+    from durable_agui.workflows import steps
+    from durable_agui.workflows.telemetry import ThreadTelemetry
+
+APPEND_PAUSE = timedelta(seconds=30)
+"""Wait before appending again after an append that is not retried failed."""
+
+
+class ThreadEvents:
+    """Where the thread's events go: ``publish`` them, ``flush`` at a run's end."""
+
+    def __init__(self, start: ThreadInput, telemetry: ThreadTelemetry) -> None:
+        self.stream = WorkflowStream(prior_state=start.stream_state)
+        self.event_log = start.event_log
+        self.outbox: list[LoggedRunEvent] = []
+        self._session_id = start.session_id or start.thread_id
+        self._telemetry = telemetry
+        self._flushing = False  # _append_outbox is under way
+        self._published = 0  # events published to the log by this workflow run (their keys)
+        self._terminal: dict[str, dict[str, Any]] = {}  # each run's end, for webhook bodies
+        self._background: set[asyncio.Task[None]] = set()
+
+    def publish(self, run_id: str, event: BaseEvent) -> None:
+        data = event_to_wire(event)
+        if data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            self._terminal[run_id] = data
+        if not self.event_log:
+            self.stream.topic(run_topic(run_id)).publish(data)
+            return
+        # Unique in the thread for ever (a run id can come back once the thread forgot it).
+        key = f"{workflow.info().run_id}:{self._published}"
+        self._published += 1
+        self.outbox.append(LoggedRunEvent(run_id=run_id, key=key, data=data))
+
+    def terminal_event(self, run_id: str) -> dict[str, Any] | None:
+        """Run ``run_id``'s ``RUN_FINISHED`` or ``RUN_ERROR`` as published (once)."""
+        return self._terminal.pop(run_id, None)
+
+    def prelude(self, run_id: str) -> list[LoggedRunEvent]:
+        """What waits in the outbox for run ``run_id``: its turn appends it first."""
+        return [e for e in self.outbox if e.run_id == run_id]
+
+    def stream_end(self) -> int:
+        state = self.stream.get_state()
+        return state.base_offset + len(state.log)
+
+    async def flush(self) -> None:
+        """Append what the thread published to the event log: at once, within this workflow
+        task (one local activity attempt, no task round trip); in the background when the
+        log refuses."""
+        if not self.outbox or self._flushing:
+            return
+        events = list(self.outbox)
+        try:
+            await steps.append_events(
+                AppendInput(session_id=self._session_id, events=events), once=True
+            )
+        except (ActivityError, ApplicationError, TimeoutError):
+            self._flushing = True
+            self._background.add(asyncio.create_task(self._append_outbox()))
+            return
+        self.outbox = self.outbox[len(events) :]
+
+    async def _append_outbox(self) -> None:
+        try:
+            while self.outbox:
+                events = list(self.outbox)
+                try:
+                    await steps.append_events(
+                        AppendInput(session_id=self._session_id, events=events)
+                    )
+                except (ActivityError, ApplicationError) as err:
+                    # Not retried by Temporal (a worker without the log): the events wait,
+                    # in order, for a worker that has it.
+                    self._telemetry.log(
+                        logging.WARNING, None, "appending the thread's events failed: %s", err
+                    )
+                    await workflow.sleep(APPEND_PAUSE)
+                    continue
+                self.outbox = self.outbox[len(events) :]
+        finally:
+            self._flushing = False
+            self._background = {task for task in self._background if not task.done()}
+
+    async def appended(self) -> None:
+        """Wait until the event log holds every event the thread published (no wait at all
+        when it does: the paths before the log yield exactly as they did)."""
+        if self.outbox or self._flushing:
+            await workflow.wait_condition(lambda: not self.outbox and not self._flushing)

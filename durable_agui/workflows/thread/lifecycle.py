@@ -1,0 +1,77 @@
+"""Lifecycle: when an idle thread expires, and when and what it carries into a new run of
+its workflow (continue-as-new).
+
+The rules (ours, README "Idle threads expire" and Temporal's limits per workflow run): a
+thread with a time-to-live expires that long after its last run ended, unless calls or
+approvals wait for a person (their own deadline comes first). A thread continues as new at
+an idle moment only (no run in progress), when Temporal suggests it or after
+``turns_per_workflow_run`` turns; it carries its whole state, the remembered ids bounded, and
+the events of its last few runs while they fit. Pure: no I/O, no ``temporalio.workflow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from durable_agui.core.contract import BatchState, ThreadCarry
+from durable_agui.workflows.bounds import recent
+
+MAX_CARRY_BYTES = 1_000_000
+"""Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
+KEEP_RUN_EVENTS = 10
+"""Runs whose events a thread keeps across continue-as-new (reconnects, replays)."""
+KEEP_MESSAGE_IDS = 1000
+"""Message ids remembered across continue-as-new. Only a transcript's tail (after the last
+assistant message) is ever sent to a thread, so older ids cannot come back."""
+
+
+def expiry(
+    idle_since: datetime,
+    ttl_s: float | None,
+    deadline: datetime | None,
+    ttl_patched: Callable[[], bool],
+) -> datetime | None:
+    """When the thread expires, if it is idle (nothing waits for a person: no batch
+    ``deadline``) and has a time-to-live: ``ttl_s`` after ``idle_since``. ``ttl_patched`` is
+    asked last, and only then (its answer is a marker in the thread's history)."""
+    if not ttl_s or deadline is not None or not ttl_patched():
+        return None
+    return idle_since + timedelta(seconds=ttl_s)
+
+
+def should_roll_over(
+    running: bool, suggested: Callable[[], bool], turns_this_run: int, turns_per_run: int
+) -> bool:
+    """Whether to continue as new now: never mid-run; when Temporal suggests it, or after
+    ``turns_per_run`` turns in this workflow run."""
+    if running:
+        return False
+    return suggested() or turns_this_run >= turns_per_run
+
+
+def wake_at(*deadlines: datetime | None) -> datetime | None:
+    """The earliest of the deadlines the loop waits for (``None``: wait for a message)."""
+    return min((t for t in deadlines if t is not None), default=None)
+
+
+def recent_offsets(book: ThreadCarry) -> dict[str, int]:
+    """Where the events of the thread's last ``KEEP_RUN_EVENTS`` runs start in its stream."""
+    return recent(book.run_start_offsets, KEEP_RUN_EVENTS)
+
+
+def carried(book: ThreadCarry, batch: BatchState, run_start_offsets: dict[str, int]) -> ThreadCarry:
+    """The state the next workflow run starts from: all of it, the remembered ids bounded."""
+    return book.model_copy(
+        update={
+            "batch": batch,
+            "taken_message_digests": recent(book.taken_message_digests, KEEP_MESSAGE_IDS),
+            "prompt_indexes": recent(book.prompt_indexes, KEEP_MESSAGE_IDS),
+            "run_start_offsets": run_start_offsets,
+        }
+    )
+
+
+def fits(carry: ThreadCarry, stream_bytes: int) -> bool:
+    """Whether the carry and ``stream_bytes`` of the runs' events fit the payload budget."""
+    return len(carry.model_dump_json()) + stream_bytes <= MAX_CARRY_BYTES

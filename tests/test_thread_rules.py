@@ -1,0 +1,355 @@
+"""Every rule the thread's plain modules decide (``workflows/thread``: admission, the run
+queue, rewind, lifecycle, notifications), without a server: the thread's state in, what it
+becomes (or the refusal) out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import (
+    BatchState,
+    CancelRequest,
+    ResumeAnswer,
+    RunRequest,
+    ThreadCarry,
+    ThreadStatus,
+    ToolCallRecord,
+    ToolResult,
+    ToolResultsRequest,
+    UserInput,
+    WebhookFailure,
+)
+from durable_agui.workflows.batch import ToolCallBatch
+from durable_agui.workflows.thread import admission, lifecycle, notifications, rewind, run_queue
+from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, ThreadView
+
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
+
+
+def view(
+    book: ThreadCarry | None = None,
+    batch: ToolCallBatch | None = None,
+    *,
+    running: str | None = None,
+    deleting: bool = False,
+    rolling_over: bool = False,
+) -> ThreadView:
+    return ThreadView(
+        thread_id="t",
+        owner="alice",
+        agent="demo",
+        book=book or ThreadCarry(),
+        batch=batch or ToolCallBatch(BatchState()),
+        current_run_id=running,
+        deleting=deleting,
+        rolling_over=rolling_over,
+    )
+
+
+def run(run_id: str = "r1", **fields: object) -> RunRequest:
+    return RunRequest.model_validate(
+        {"run_id": run_id, "agent": "demo", "principal": "alice", **fields}
+    )
+
+
+def message(message_id: str, text: str = "hi") -> UserInput:
+    return UserInput(message_id=message_id, content=text)
+
+
+def refused(check: object, *args: object) -> str:
+    with pytest.raises(ApplicationError) as raised:
+        check(*args)  # type: ignore[operator]
+    return str(raised.value.type)
+
+
+def with_batch(*calls: tuple[str, str]) -> ToolCallBatch:
+    batch = ToolCallBatch(BatchState())
+    records = [
+        ToolCallRecord(wire_id=w, native_id=f"n-{w}", tool_name=f"tool_{w}", kind=kind)  # type: ignore[arg-type]
+        for w, kind in calls
+    ]
+    batch.open("r0", records, NOW + timedelta(hours=1))
+    return batch
+
+
+# -- admission ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("thread", "request_", "error_type"),
+    [
+        (view(), run(principal="bob"), "ThreadNotFound"),
+        (view(deleting=True), run(), "ThreadRollingOver"),
+        (view(deleting=True), run(principal="bob"), "ThreadNotFound"),
+        (view(), run(agent="other"), "ThreadAgentMismatch"),
+        (view(rolling_over=True), run(), "ThreadRollingOver"),
+        (view(running="r0"), run(multitask_strategy="reject"), "RunInProgress"),
+    ],
+    ids=[
+        "stranger",
+        "deleting",
+        "stranger-while-deleting",
+        "other-agent",
+        "rolling-over",
+        "reject",
+    ],
+)
+def test_a_run_is_refused_by_the_first_rule_it_breaks(
+    thread: ThreadView, request_: RunRequest, error_type: str
+) -> None:
+    assert refused(admission.check_run, thread, request_) == error_type
+
+
+def test_a_known_run_id_is_a_retry_with_the_same_body_and_refused_with_another() -> None:
+    book = ThreadCarry(finished_run_ids=["r1"], run_digests={"r1": "d1"})
+    admission.check_run(view(book), run(digest="d1"))  # the same run: admitted, nothing new
+    assert refused(admission.check_run, view(book), run(digest="d2")) == "RunIdReused"
+
+
+def test_at_most_eight_runs_queue() -> None:
+    book = ThreadCarry(queue=[run(f"q{n}") for n in range(MAX_QUEUED_RUNS)])
+    assert refused(admission.check_run, view(book, running="r0"), run("r9")) == "ThreadBusy"
+
+
+def test_a_message_id_keeps_its_content() -> None:
+    book = ThreadCarry()
+    taken = message("m1", "first")
+    book.taken_message_digests[taken.id_digest()] = taken.digest()
+    request = run(user_messages=[message("m1", "other")])
+    assert refused(admission.check_run, view(book), request) == "MessageIdReused"
+    admission.check_run(view(book), run(user_messages=[taken]))  # the same content: a re-send
+
+
+def test_a_run_must_answer_every_open_approval() -> None:
+    batch = with_batch(("a1", "approval"))
+    assert refused(admission.check_run, view(batch=batch), run()) == "InterruptsUnanswered"
+    answer = ResumeAnswer(interrupt_id="approve-a1", status="resolved")
+    admission.check_run(view(batch=batch), run(resume=[answer]))
+
+
+def test_answers_sent_alone_need_an_answer_and_a_pending_call() -> None:
+    batch = with_batch(("f1", "frontend"))
+    empty = ToolResultsRequest(run_id="x", principal="alice", results=[], resume=[])
+    assert refused(admission.check_tool_results, view(batch=batch), empty) == "UnknownToolCall"
+    unknown = ToolResultsRequest(
+        run_id="x", principal="alice", results=[ToolResult(tool_call_id="nope", content="y")]
+    )
+    assert refused(admission.check_tool_results, view(batch=batch), unknown) == "UnknownToolCall"
+    known = unknown.model_copy(update={"results": [ToolResult(tool_call_id="f1", content="y")]})
+    admission.check_tool_results(view(batch=batch), known)
+
+
+@pytest.mark.parametrize(
+    ("running", "cancel", "error_type"),
+    [
+        (None, CancelRequest(principal="alice"), "NoRunInProgress"),
+        ("r1", CancelRequest(principal="alice", run_id="r2"), "NoRunInProgress"),
+        ("r1", CancelRequest(principal="bob"), "ThreadNotFound"),
+    ],
+    ids=["idle", "another-run", "stranger"],
+)
+def test_a_cancel_needs_its_run_in_progress(
+    running: str | None, cancel: CancelRequest, error_type: str
+) -> None:
+    assert refused(admission.check_cancel, view(running=running), cancel) == error_type
+
+
+def test_a_cancel_of_the_run_in_progress_is_admitted() -> None:
+    admission.check_cancel(view(running="r1"), CancelRequest(principal="alice", run_id="r1"))
+
+
+# -- the run queue --------------------------------------------------------------------------
+
+
+def test_a_run_takes_in_only_the_messages_the_thread_has_not_seen() -> None:
+    book = ThreadCarry()
+    seen, new = message("m1"), message("m2")
+    book.taken_message_digests[seen.id_digest()] = seen.digest()
+    queued = run_queue.take_in(book, run(user_messages=[seen, new]), None, "tp")
+    assert [m.message_id for m in queued.user_messages] == ["m2"]
+    assert new.id_digest() in book.taken_message_digests
+    assert queued.trace_parent == "tp"
+
+
+def test_a_rewind_runs_its_one_message_again() -> None:
+    book = ThreadCarry()
+    seen = message("m1")
+    book.taken_message_digests[seen.id_digest()] = seen.digest()
+    queued = run_queue.take_in(book, run(user_messages=[seen]), 4, None)
+    assert [m.message_id for m in queued.user_messages] == ["m1"] and queued.rewind_to == 4
+
+
+def test_an_interrupting_run_goes_first_and_any_other_behind() -> None:
+    book = ThreadCarry(queue=[run("q1")])
+    run_queue.enqueue(book, run("q2"), first=False)
+    run_queue.enqueue(book, run("q0"), first=True)
+    assert [r.run_id for r in book.queue] == ["q0", "q1", "q2"]
+    assert run_queue.interrupts(run(multitask_strategy="rollback"))
+    assert not run_queue.interrupts(run(multitask_strategy="enqueue"))
+
+
+def test_a_queued_run_is_told_how_many_runs_are_before_it() -> None:
+    book = ThreadCarry(queue=[run("q1"), run("q2")])
+    accepted = run_queue.queued_accepted(book, "q2", True, [], 7, True)
+    assert accepted.queued_behind == 2 and accepted.from_offset == 7
+
+
+def test_a_retried_run_is_answered_from_where_it_started() -> None:
+    book = ThreadCarry(finished_run_ids=["r1"], run_start_offsets={"r1": 3})
+    accepted = run_queue.replayed(book, run(), 10, False)
+    assert (accepted.from_offset, accepted.finished, accepted.queued_behind) == (3, True, 0)
+
+
+# -- rewind ---------------------------------------------------------------------------------
+
+
+def stored(book: ThreadCarry, user_message: UserInput, at: int) -> None:
+    book.taken_message_digests[user_message.id_digest()] = user_message.digest()
+    book.prompt_indexes[user_message.id_digest()] = at
+
+
+def test_a_regenerate_goes_back_to_where_its_message_was_stored() -> None:
+    book = ThreadCarry(message_count=4)
+    prompt = message("m2")
+    stored(book, prompt, 2)
+    request = run(user_messages=[prompt], transcript_anchor="m1")  # the answer at index 1
+    assert rewind.rewind_point(book, request) == 2
+
+
+@pytest.mark.parametrize(
+    ("anchor", "fields"),
+    [
+        (None, {}),
+        ("m1", {"tool_results": [ToolResult(tool_call_id="x", content="y")]}),
+        ("m3", {}),  # the history's end: nothing to go back to
+        ("m0", {}),  # an older message re-sent alone: a retry, not a regenerate
+    ],
+    ids=["not-an-ag-ui-run", "with-answers", "at-the-end", "not-where-stored"],
+)
+def test_other_runs_rewind_nothing(anchor: str | None, fields: dict[str, Any]) -> None:
+    book = ThreadCarry(message_count=4)
+    prompt = message("m2")
+    stored(book, prompt, 2)
+    request = run(user_messages=[prompt], transcript_anchor=anchor, **fields)
+    assert rewind.rewind_point(book, request) is None
+
+
+def test_an_answer_a_turn_streamed_names_that_turns_end() -> None:
+    book = ThreadCarry(message_count=6, turn_end_counts={"r1": 3})
+    assert rewind.anchor_point(book, "") == 0
+    assert rewind.anchor_point(book, "m4") == 5
+    assert rewind.anchor_point(book, "r1-a1-m0") == 3  # <runId>-a<attempt>-m<n>, as streamed
+    assert rewind.anchor_point(book, "r9-a1-m0") is None  # a turn the thread forgot
+    assert rewind.anchor_point(book, "someone-elses-id") is None
+
+
+def test_going_back_forgets_what_waited_to_be_written() -> None:
+    book = ThreadCarry(message_count=6, turn_end_counts={"r1": 2, "r2": 6}, tail_anchor="n1")
+    rewind.go_back(book, 2)
+    assert (book.message_count, book.last_turn_run_id, book.tail_anchor) == (2, "r1", None)
+
+
+def test_a_rollback_restores_the_count_and_frees_the_runs_message_ids() -> None:
+    book = ThreadCarry(message_count=8)
+    prompt = message("m9")
+    book.taken_message_digests[prompt.id_digest()] = prompt.digest()
+    rewind.roll_back(book, run(user_messages=[prompt]), 5, "r0")
+    assert (book.message_count, book.last_turn_run_id) == (5, "r0")
+    assert prompt.id_digest() not in book.taken_message_digests
+
+
+def test_a_turns_prompts_and_end_are_remembered() -> None:
+    book = ThreadCarry(message_count=3)
+    rewind.record_prompts(book, [message("m1")])
+    rewind.record_turn_end(book, "r1", 5)
+    assert book.prompt_indexes == {message("m1").id_digest(): 3}
+    assert book.turn_end_counts == {"r1": 5}
+
+
+# -- lifecycle ------------------------------------------------------------------------------
+
+
+def test_an_idle_thread_expires_its_time_to_live_after_its_last_run() -> None:
+    assert lifecycle.expiry(NOW, 60, None, lambda: True) == NOW + timedelta(seconds=60)
+
+
+def test_a_thread_waiting_for_a_person_or_without_a_ttl_does_not_expire() -> None:
+    asked: list[bool] = []
+
+    def ttl_patched() -> bool:
+        asked.append(True)
+        return True
+
+    assert lifecycle.expiry(NOW, None, None, ttl_patched) is None
+    assert lifecycle.expiry(NOW, 60, NOW, ttl_patched) is None
+    assert asked == []  # the patch is asked only when it decides
+    assert lifecycle.expiry(NOW, 60, None, lambda: False) is None
+
+
+def test_a_thread_continues_as_new_when_idle_and_suggested_or_after_its_turns() -> None:
+    assert lifecycle.should_roll_over(False, lambda: True, 0, 100)
+    assert lifecycle.should_roll_over(False, lambda: False, 100, 100)
+    assert not lifecycle.should_roll_over(False, lambda: False, 99, 100)
+    assert not lifecycle.should_roll_over(True, lambda: True, 100, 100)
+
+
+def test_the_loop_wakes_at_the_earliest_deadline() -> None:
+    later = NOW + timedelta(minutes=1)
+    assert lifecycle.wake_at(later, None, NOW) == NOW
+    assert lifecycle.wake_at(None, None) is None
+
+
+def test_a_carry_bounds_the_ids_it_remembers() -> None:
+    book = ThreadCarry()
+    book.taken_message_digests.update(
+        {f"id{n}": "d" for n in range(lifecycle.KEEP_MESSAGE_IDS + 5)}
+    )
+    carry = lifecycle.carried(book, BatchState(), {"r1": 0})
+    assert len(carry.taken_message_digests) == lifecycle.KEEP_MESSAGE_IDS
+    assert carry.run_start_offsets == {"r1": 0}
+    assert lifecycle.fits(carry, 0) and not lifecycle.fits(carry, lifecycle.MAX_CARRY_BYTES)
+
+
+# -- notifications --------------------------------------------------------------------------
+
+
+def deliveries(batch: ToolCallBatch, run_id: str) -> dict[str, dict[str, object]]:
+    sent = notifications.run_deliveries(
+        workflow_id="agui-thread-t",
+        thread_id="t",
+        owner="alice",
+        run_id=run_id,
+        status=ThreadStatus.AWAITING_TOOL_RESULTS,
+        batch=batch,
+        terminal_event={"type": "RUN_FINISHED"},
+    )
+    assert all(d.idempotency_key == f"agui-thread-t:{run_id}:{d.event}" for d in sent)
+    return {d.event: d.body for d in sent}
+
+
+def test_a_run_that_leaves_calls_waiting_tells_the_webhook_so() -> None:
+    bodies = deliveries(with_batch(("f1", "frontend"), ("a1", "approval")), "r0")
+    assert set(bodies) == {"run.finished", "thread.waiting"}
+    waiting = bodies["thread.waiting"]
+    assert (waiting["owner"], waiting["workflowId"]) == ("alice", "agui-thread-t")
+    assert [c["toolCallId"] for c in waiting["pendingToolCalls"]] == ["f1"]  # type: ignore[attr-defined]
+    assert [i["id"] for i in waiting["interrupts"]] == ["approve-a1"]  # type: ignore[attr-defined]
+    assert waiting["pendingToolCalls"][0]["argsOmitted"] is False  # type: ignore[index]
+
+
+def test_calls_of_an_earlier_run_are_listed_but_do_not_make_this_run_waiting() -> None:
+    assert set(deliveries(with_batch(("f1", "frontend")), "r5")) == {"run.finished"}
+
+
+def test_a_thread_keeps_its_last_ten_failed_deliveries() -> None:
+    failure = WebhookFailure(
+        event="run.finished", run_id="r", idempotency_key="k", error="503", failed_at=NOW
+    )
+    failures: list[WebhookFailure] = []
+    for _ in range(12):
+        failures = notifications.with_failure(failures, failure)
+    assert len(failures) == notifications.RECENT_FAILURES
