@@ -19,6 +19,8 @@ from strands.types.tools import AgentTool, ToolResult
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_agui.activities.agent_stream import stream_agent, until_stopped
+from durable_agui.activities.approved import run_approved
 from durable_agui.activities.events import required_log
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.media import resolve_media
@@ -30,15 +32,11 @@ from durable_agui.activities.store_errors import attempt_writer, store_errors_as
 from durable_agui.activities.telemetry import measured_turn, tool_call_attributes
 from durable_agui.activities.turn_parts import (
     TurnAgent,
-    approved_placeholder,
     context_state,
     distinct_tool_use_ids,
     model_failure,
     one_line,
     prompt_blocks,
-    reports_usage,
-    run_tool,
-    token_counts,
     turn_tools,
     with_context,
 )
@@ -48,7 +46,6 @@ from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
     TOO_MANY_CALLS,
-    ApprovedCall,
     ErrorType,
     TokenCounts,
     TurnInput,
@@ -67,10 +64,6 @@ from durable_agui.translation import (
 logger = logging.getLogger(__name__)
 
 
-SHUTDOWN_GRACE = timedelta(seconds=1)
-"""How long a turn whose worker is shutting down (after the worker's own graceful period)
-waits for Strands to stop before the attempt fails and is retried elsewhere: Ctrl-C on
-``durable-agui dev`` during a turn takes about five seconds, not a tool's whole run."""
 SESSION_ERRORS: tuple[type[Exception], ...] = (
     *STORE_ERRORS,
     SessionStoreInconsistent,
@@ -167,51 +160,6 @@ class TurnActivities:
             raise build_failed(turn.agent, built) from None
         return built
 
-    async def _run_approved(
-        self,
-        turn: TurnInput,
-        built: TurnAgent,
-        session: RepositorySessionManager,
-        events: RunEventPublisher,
-        translator: TurnTranslator,
-        shared: StateEvents,
-    ) -> None:
-        """Run each approved call whose placeholder is still persisted, and store its result.
-
-        A call whose result is already real is not run again (retry safety). The calls share
-        the turn's state (``shared``); a change shows as ``STATE_DELTA`` after its result.
-        """
-        wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
-        messages = await asyncio.to_thread(
-            session.session_repository.list_messages, session.session_id, AGENT_ID
-        )
-        runner = Agent(
-            model=built.arguments["model"], tools=[], callback_handler=None, state=shared.state
-        )
-        for message in messages:
-            results: dict[str, ToolResult] = {}
-            for block in message.message["content"]:
-                call = approved_placeholder(block, wanted, events, translator)
-                if call is None:
-                    continue
-                state = {
-                    "agent": runner,
-                    "approval": call.payload,
-                    "context": context_state(turn.context),
-                    EMITTER_KEY: events,
-                }
-                results[call.native_id] = await run_tool(built.tools[call.tool_name], call, state)
-                events.publish(
-                    translator.tool_result(call.wire_id, list(results[call.native_id]["content"]))
-                )
-                if (delta := shared.delta()) is not None:
-                    events.publish(delta)
-            if results:
-                patch_tool_results(message, results)
-                await asyncio.to_thread(
-                    write_back, session.session_repository, session.session_id, message
-                )
-
     def _agent(
         self,
         turn: TurnInput,
@@ -285,63 +233,23 @@ class TurnActivities:
         # Media first: a part the turn cannot take fails it before anything runs or is stored.
         user_messages = await resolve_media(turn.user_messages, self._settings)
         if turn.approved:
-            await self._run_approved(turn, built, session, events, translator, shared)
+            await run_approved(turn, built, session, events, translator, shared)
         agent = self._agent(turn, built, tools, approval_placeholders, session)
         agent.state = shared.state  # the session manager persists agent.state as it is now
         agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
-        async def stream() -> tuple[str, TokenCounts | None]:
-            reason = "unknown"
-            usage: TokenCounts | None = None
-            reported = False
-            first = True
-            async for strands_event in agent.stream_async(
+        streaming = asyncio.create_task(
+            stream_agent(
+                agent,
                 prompt_blocks(user_messages),
-                invocation_state={"context": context_state(turn.context), EMITTER_KEY: events},
-            ):
-                for event in translator.feed(strands_event):
-                    events.publish(event, flush_now=first)
-                    first = False
-                reported = reported or reports_usage(strands_event)
-                if "message" in strands_event and (delta := shared.delta()) is not None:
-                    events.publish(delta)
-                if "result" in strands_event:
-                    result = strands_event["result"]
-                    reason = str(result.stop_reason)
-                    if reported:
-                        usage = token_counts(dict(result.metrics.accumulated_usage))
-            if (delta := shared.delta()) is not None:  # a hook that ran after the last message
-                events.publish(delta)
-            return reason, usage
-
-        streaming = asyncio.create_task(stream())
-        try:
-            return await asyncio.shield(streaming)
-        except asyncio.CancelledError:
-            agent.cancel()
-            details = activity.cancellation_details()
-            if activity.is_worker_shutdown() or not (details and details.cancel_requested):
-                # Not the person's cancel: this worker is going away, or the server gave
-                # this attempt up (its heartbeat timed out). Fail the attempt; the retry
-                # starts over from the turn's starting point (and fences this one out).
-                # asyncio.wait, not wait_for: that would wait for the cancelled stream to
-                # end, which is after a running tool returns, however long it takes.
-                await asyncio.wait({streaming}, timeout=SHUTDOWN_GRACE.total_seconds())
-                if streaming.done() and not streaming.cancelled():
-                    streaming.exception()  # read: it is this attempt's, and it is over
-                logger.warning(
-                    "attempt %d of run %s stopped: %s",
-                    activity.info().attempt,
-                    turn.run_id,
-                    "the worker shuts down"
-                    if activity.is_worker_shutdown()
-                    else "the server gave it up (its heartbeat timed out)",
-                )
-                raise
-            # The person's cancel: Strands stops at its next safe point, after a running
-            # tool returns, however long that takes (the heartbeat keeps going).
-            return await streaming
+                {"context": context_state(turn.context), EMITTER_KEY: events},
+                events,
+                translator,
+                shared,
+            )
+        )
+        return await until_stopped(agent, streaming, turn.run_id)
 
     async def _stop_if_cancelled(self, event: AfterToolsEvent) -> None:
         """A safe point (a tool batch has finished, the model is next): stop here if the
