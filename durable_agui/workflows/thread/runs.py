@@ -95,20 +95,35 @@ class RunSteps:
     _run_outcomes: dict[str, Literal["cancelled", "finished"]]
     _run_usage: TokenCounts | None
     _idle_since: datetime
+    # What the workflow's other halves provide (declared, not defined: the MRO finds them).
+    _patched: Callable[[str], bool]  # AgentThreadWorkflow's
     _notify: Callable[[str], None]  # WebhookDeliveries'
-
-    # The workflow's own (AgentThreadWorkflow):
-    def _patched(self, patch_id: str) -> bool:
-        raise NotImplementedError
-
-    def _view(self) -> ThreadView:
-        raise NotImplementedError
+    _view: Callable[[], ThreadView]  # ThreadViews'
+    _show_status: Callable[[], None]  # ThreadViews'
 
     def _take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
-        raise NotImplementedError
+        """``ToolCallBatch.take``; each answer taken now is timed from its call."""
+        accepted = self._batch.take(results, resume)
+        for answer_id in accepted:
+            call = self._batch.calls.get(answer_id)
+            if call is not None:
+                self._telemetry.answered("tool_call", call.expires_at - self._answer_timeout)
+                continue
+            interrupt = self._batch.interrupts.get(answer_id)
+            if interrupt is not None:
+                self._telemetry.answered("approval", interrupt.expires_at - self._answer_timeout)
+        return accepted
 
-    def _show_status(self) -> None:
-        raise NotImplementedError
+    def _interrupt(self, *, rollback: bool) -> None:
+        """Stop the run in progress at its next safe point, as ``cancel_run`` does; with
+        ``rollback``, the session also forgets the turn it cut short (``rewind.roll_back``)."""
+        self._cancel_requested = True
+        if rollback:
+            self._rollback_run_id = self._current_run_id
+        if self._turn_activity is not None:
+            self._turn_activity.cancel()
+        if self._reconcile_activity is not None:
+            self._reconcile_activity.cancel()
 
     async def _execute(self, run: RunRequest) -> None:
         """Run ``run`` inside its span (the run's trace, kept on the thread for operators),

@@ -5,6 +5,7 @@ or fails the thread; one that fails every attempt is recorded on the thread."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -35,12 +36,11 @@ class WebhookDeliveries:
     _deliveries: int
     _background: set[asyncio.Task[None]]
 
-    def _patched(self, patch_id: str) -> bool:
-        raise NotImplementedError  # the workflow's
+    _patched: Callable[[str], bool]  # the workflow's
 
     @property
     def _status(self) -> ThreadStatus:
-        raise NotImplementedError  # the workflow's
+        raise NotImplementedError  # ThreadViews', first in the workflow's bases
 
     def _notify(self, run_id: str) -> None:
         """Start the webhook deliveries of run ``run_id``'s end (``notifications``), in the

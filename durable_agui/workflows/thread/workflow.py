@@ -24,10 +24,6 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
-        AGENT_NAME,
-        PENDING_TOOL_CALLS,
-        THREAD_LAST_ACTIVITY,
-        THREAD_STATUS,
         CancelAccepted,
         CancelRequest,
         DeleteRequest,
@@ -35,23 +31,20 @@ with workflow.unsafe.imports_passed_through():
         MetadataRequest,
         ReadRequest,
         ReconcileOutput,
-        ResumeAnswer,
         RunAccepted,
         RunRequest,
         ThreadCarry,
         ThreadInput,
         ThreadMetadata,
         ThreadState,
-        ThreadStatus,
         TokenCounts,
-        ToolResult,
         ToolResultsAccepted,
         ToolResultsRequest,
         TurnOutput,
     )
     from durable_agui.telemetry.tracing import trace_parent
     from durable_agui.workflows.batch import MAX_BATCH_ANSWER_BYTES, ToolCallBatch
-    from durable_agui.workflows.bounds import recent, time_to
+    from durable_agui.workflows.bounds import time_to
     from durable_agui.workflows.patches import (
         PATCH_CANCEL_OUTCOME,
         PATCH_CANCEL_RECONCILE,
@@ -63,12 +56,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agui.workflows.telemetry import ThreadTelemetry
     from durable_agui.workflows.thread import admission, lifecycle, run_queue
-    from durable_agui.workflows.thread.admission import ThreadView
     from durable_agui.workflows.thread.endings import ThreadEndings
     from durable_agui.workflows.thread.events import ThreadEvents
     from durable_agui.workflows.thread.lifecycle import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
     from durable_agui.workflows.thread.rewind import rewind_point
     from durable_agui.workflows.thread.runs import RunSteps
+    from durable_agui.workflows.thread.views import ThreadViews
     from durable_agui.workflows.thread.webhooks import WebhookDeliveries
 
 
@@ -76,7 +69,7 @@ __all__ = ["KEEP_MESSAGE_IDS", "KEEP_RUN_EVENTS", "MAX_BATCH_ANSWER_BYTES", "Age
 
 
 @workflow.defn
-class AgentThreadWorkflow(RunSteps, ThreadEndings, WebhookDeliveries):
+class AgentThreadWorkflow(ThreadViews, RunSteps, ThreadEndings, WebhookDeliveries):
     """One AG-UI thread: ``ThreadCarry`` is its state (carried whole at continue-as-new),
     ``ToolCallBatch`` the rules of its open batch; this class is the loop and the handlers."""
 
@@ -156,53 +149,6 @@ class AgentThreadWorkflow(RunSteps, ThreadEndings, WebhookDeliveries):
 
     # -- queries and updates ----------------------------------------------------------------
 
-    @property
-    def _status(self) -> ThreadStatus:
-        if self._current_run_id is not None:
-            return ThreadStatus.RUNNING
-        if self._batch.waiting_interrupts():
-            return ThreadStatus.AWAITING_APPROVAL
-        if self._batch.calls:
-            return ThreadStatus.AWAITING_TOOL_RESULTS
-        return ThreadStatus.IDLE
-
-    def _view(self) -> ThreadView:
-        return ThreadView(
-            thread_id=self._thread_id,
-            owner=self._start.owner,
-            agent=self._agent,
-            book=self._book,
-            batch=self._batch,
-            current_run_id=self._current_run_id,
-            deleting=self._deleting,
-            rolling_over=self._rolling_over,
-        )
-
-    def _state(self) -> ThreadState:
-        return ThreadState(
-            thread_id=self._thread_id,
-            agent=self._agent,
-            owner=self._start.owner,
-            status=self._status,
-            current_run_id=self._current_run_id,
-            queued_run_ids=[run.run_id for run in self._book.queue],
-            finished_run_ids=self._book.finished_run_ids,
-            pending_tool_calls=list(self._batch.calls.values()),
-            interrupts=list(self._batch.interrupts.values()),
-            tool_call_ids=self._batch.state.tool_call_ids,
-            turns=self._book.turns,
-            session_id=self._session_id,
-            stream_end=self._events.stream_end(),
-            run_start_offsets=recent(self._book.run_start_offsets, KEEP_RUN_EVENTS),
-            cancel_requested=self._cancel_requested and self._current_run_id is not None,
-            message_count=self._book.message_count,
-            webhook_failures=self._book.webhook_failures,
-            metadata=self._book.metadata,
-            event_log=self._events.event_log,
-            unlogged_events=self._events.outbox,
-            run_trace_ids=self._book.run_trace_ids,
-        )
-
     @workflow.query
     def state(self) -> ThreadState:
         """The thread's bookkeeping. For operators and tests; the API reads with
@@ -257,30 +203,6 @@ class AgentThreadWorkflow(RunSteps, ThreadEndings, WebhookDeliveries):
     @submit_run.validator
     def _validate_run(self, request: RunRequest) -> None:
         admission.check_run(self._view(), request)
-
-    def _take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
-        """``ToolCallBatch.take``; each answer taken now is timed from its call."""
-        accepted = self._batch.take(results, resume)
-        for answer_id in accepted:
-            call = self._batch.calls.get(answer_id)
-            if call is not None:
-                self._telemetry.answered("tool_call", call.expires_at - self._answer_timeout)
-                continue
-            interrupt = self._batch.interrupts.get(answer_id)
-            if interrupt is not None:
-                self._telemetry.answered("approval", interrupt.expires_at - self._answer_timeout)
-        return accepted
-
-    def _interrupt(self, *, rollback: bool) -> None:
-        """Stop the run in progress at its next safe point, as ``cancel_run`` does; with
-        ``rollback``, the session also forgets the turn it cut short (``rewind.roll_back``)."""
-        self._cancel_requested = True
-        if rollback:
-            self._rollback_run_id = self._current_run_id
-        if self._turn_activity is not None:
-            self._turn_activity.cancel()
-        if self._reconcile_activity is not None:
-            self._reconcile_activity.cancel()
 
     @workflow.update
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
@@ -363,20 +285,3 @@ class AgentThreadWorkflow(RunSteps, ThreadEndings, WebhookDeliveries):
     def _patched(self, patch_id: str) -> bool:
         """``workflow.patched``, settled for threads on the event log (``steps.patched``)."""
         return patched(patch_id, self._events.event_log)
-
-    def _show_status(self) -> None:
-        """Keep the thread's search attributes current (the audit view in the Temporal UI)."""
-        if not self._start.search_attributes:
-            return
-        shown_now = (self._status.value, len(self._batch.waiting_ids()))
-        if self._shown_status == shown_now:
-            return
-        self._shown_status = shown_now
-        workflow.upsert_search_attributes(
-            [
-                THREAD_STATUS.value_set(shown_now[0]),
-                AGENT_NAME.value_set(self._agent),
-                PENDING_TOOL_CALLS.value_set(shown_now[1]),
-                THREAD_LAST_ACTIVITY.value_set(workflow.now()),
-            ]
-        )
