@@ -30,6 +30,7 @@ from durable_agui.api.errors import (
     error_response,
     error_responses,
     http_error,
+    refusals_as_http,
 )
 from durable_agui.api.routers import agents as agents_routes
 from durable_agui.api.routers import codec, schedules, threads
@@ -101,6 +102,7 @@ def create_router(
     hosts = [Depends(loopback_host_only)] if settings.auth == "none" else []
     router = APIRouter(
         dependencies=[
+            Depends(refusals_as_http),
             *hosts,
             Depends(context.bind),
             Depends(checked_body(settings.max_request_bytes)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import HTTPException
@@ -129,6 +130,16 @@ def http_error(refused: ThreadRefused) -> HTTPException:
     """The HTTP error of a thread's refusal (``durable_agui.client``): its status, type and
     message, ``Retry-After`` unless the refusal says retrying cannot help."""
     return api_error(refused.status, refused.type, refused.message, retry=refused.retry)
+
+
+async def refusals_as_http() -> AsyncIterator[None]:
+    """A router dependency: a thread's refusal raised by a route as its ``http_error``, so
+    that ``create_router`` in an app without ``add_error_handlers`` answers it as FastAPI
+    answers any ``HTTPException`` (the status and ``detail``), not as a 500."""
+    try:
+        yield
+    except ThreadRefused as refused:
+        raise http_error(refused) from None
 
 
 def from_application_error(err: ApplicationError) -> HTTPException:

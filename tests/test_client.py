@@ -1,0 +1,144 @@
+"""The thread client's pure rules, without a server: where a fork may start, which answers
+are early, how a listing pages; and a thread's refusal answered as the API's error body
+whether or not the app installed ``add_error_handlers``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi import Depends, FastAPI
+from fastapi.testclient import TestClient
+from strands.types.session import SessionMessage
+
+from durable_agui.api.app import add_error_handlers
+from durable_agui.api.errors import refusals_as_http
+from durable_agui.client import (
+    ListedThread,
+    cursor_of,
+    early_answers,
+    fork_index,
+    page,
+    read_cursor,
+)
+from durable_agui.core.contract import (
+    FrontendTool,
+    RunRequest,
+    ThreadState,
+    ThreadStatus,
+    ToolResult,
+)
+from durable_agui.core.errors import ErrorType, ThreadRefused
+from durable_agui.event_store import LoggedEvent
+
+
+def _stored(*messages: dict[str, Any]) -> list[SessionMessage]:
+    return [SessionMessage(message=m, message_id=i) for i, m in enumerate(messages)]  # type: ignore[arg-type]
+
+
+HISTORY = _stored(
+    {"role": "user", "content": [{"text": "hi"}]},
+    {"role": "assistant", "content": [{"text": "hello"}]},
+    {"role": "user", "content": [{"text": "weather?"}]},
+    {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "w"}}]},
+)
+
+
+@pytest.mark.parametrize(
+    ("message_id", "recorded", "index"),
+    [
+        ("m1", None, 1),  # an answer
+        ("m0", None, None),  # a user message
+        ("m3", None, None),  # a tool call
+        ("m9", None, None),  # beyond the history
+        ("m1", 1, None),  # beyond what the thread recorded
+        ("x1", None, None),  # not an id of GET /messages
+    ],
+)
+def test_a_fork_starts_only_at_an_answer_the_thread_recorded(
+    message_id: str, recorded: int | None, index: int | None
+) -> None:
+    assert fork_index(HISTORY, recorded, message_id) == index
+
+
+def _state(**changes: Any) -> ThreadState:
+    fields: dict[str, Any] = {
+        "thread_id": "t",
+        "agent": "a",
+        "owner": "anonymous",
+        "status": ThreadStatus.RUNNING,
+        "current_run_id": "r1",
+        "queued_run_ids": [],
+        "finished_run_ids": [],
+        "pending_tool_calls": [],
+        "interrupts": [],
+        "tool_call_ids": {},
+        "turns": 1,
+    }
+    return ThreadState.model_validate({**fields, **changes})
+
+
+def _started(call_id: str, tool: str) -> LoggedEvent:
+    return LoggedEvent(
+        0, {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool}, "r1"
+    )
+
+
+def test_answers_to_frontend_calls_the_run_streamed_but_did_not_hand_over_are_early() -> None:
+    request = RunRequest(
+        run_id="r2",
+        agent="a",
+        tool_results=[ToolResult(tool_call_id="c1"), ToolResult(tool_call_id="c2")],
+        frontend_tools=[FrontendTool(name="card")],
+    )
+    logged = [_started("c1", "card"), _started("c2", "backend_tool")]
+    early = early_answers(request, _state(), logged)
+    assert early is not None
+    assert [r.tool_call_id for r in early.early_tool_results] == ["c1"]
+    assert [r.tool_call_id for r in early.tool_results] == ["c2"]
+    # A call the thread knows already is not early: its refusal stands.
+    assert early_answers(request, _state(tool_call_ids={"c1": "n1"}), logged) is None
+
+
+def _listed(thread_id: str, minutes: int, tags: list[str], title: str | None) -> ListedThread:
+    when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes)
+    return ListedThread(thread_id, ThreadStatus.IDLE, "a", 0, when, title, tags)
+
+
+def test_a_listing_pages_after_its_cursor_by_tag_and_title() -> None:
+    found = [
+        _listed("c", 3, ["x"], "Trip to Paris"),
+        _listed("b", 2, ["x"], "paris notes"),
+        _listed("a", 1, ["y"], "Paris"),
+    ]
+    shown, cursor = page(found, tag="x", q="PARIS", after=None, limit=1)
+    assert [t.thread_id for t in shown] == ["c"] and cursor == cursor_of(found[0])
+    shown, cursor = page(found, tag="x", q="PARIS", after=read_cursor(cursor), limit=1)
+    assert [t.thread_id for t in shown] == ["b"] and cursor is None
+
+
+def test_a_cursor_that_is_not_one_is_a_422() -> None:
+    with pytest.raises(ThreadRefused) as refused:
+        read_cursor("not-a-cursor")
+    assert (refused.value.status, refused.value.type) == (422, ErrorType.INVALID_REQUEST)
+
+
+@pytest.mark.parametrize(
+    ("handlers", "dependency"),
+    [(True, False), (True, True), (False, True)],
+    ids=["add_error_handlers", "both", "create_router-in-a-bare-app"],
+)
+def test_a_refusal_is_the_apis_error_body(handlers: bool, dependency: bool) -> None:
+    app = FastAPI()
+
+    @app.get("/busy", dependencies=[Depends(refusals_as_http)] if dependency else [])
+    async def busy() -> None:
+        raise ThreadRefused(429, ErrorType.THREAD_BUSY, "busy")
+
+    if handlers:
+        add_error_handlers(app)
+    answered = TestClient(app, raise_server_exceptions=False).get("/busy")
+    assert answered.status_code == 429
+    assert answered.headers["retry-after"] == "1"
+    assert answered.json() == {"detail": {"type": "ThreadBusy", "message": "busy"}}
