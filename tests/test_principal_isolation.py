@@ -275,3 +275,37 @@ async def test_no_schedule_id_is_a_500(keyed: httpx.AsyncClient, schedule_id: st
     answered = await keyed.delete(f"/threads/sid/schedules/{schedule_id}", headers=ALICE)
     assert answered.status_code in (404, 422), answered.text
     assert answered.json()["detail"]["type"] in ("NotFound", "InvalidRequest")
+
+
+async def test_a_state_past_the_bound_may_always_shrink(anonymous: httpx.AsyncClient) -> None:
+    thread = "state-shrinks"
+    chunk = "x" * 60_000
+
+    async def run(run_id: str, state: dict[str, Any] | None, text: str = "hi") -> int:
+        body = run_input(thread, run_id, [user(f"{run_id}-u", text)], [])
+        body["state"] = state
+        return (await anonymous.post("/agents/demo", json=body)).status_code
+
+    # Runs queued together behind a slow one are each checked against the state stored
+    # then: together they take the state past the bound.
+    slow = asyncio.create_task(
+        run("r0", None, 'call lookup_flight {"flight": "XY9", "delay_seconds": 3}')
+    )
+    await asyncio.sleep(1)
+    answers = await asyncio.gather(*(run(f"q{n}", {f"key{n}": chunk}) for n in range(5)))
+    assert await slow == 200
+    assert answers == [200] * 5
+    stored = (await anonymous.get(f"/threads/{thread}")).json()["state"]
+    assert len(stored) == 5
+    assert await run("r6", {"key5": chunk}) == 413  # more still is refused
+    assert await run("r7", {"key0": "small now"}) == 200  # smaller is always taken
+    assert await run("r8", {"key1": chunk}) == 200  # as large as stored: no growth
+
+
+def test_the_principal_anonymous_is_reserved_when_authentication_is_on() -> None:
+    from durable_agui.api.auth import check_auth_settings
+    from durable_agui.core.settings import Settings
+
+    settings = Settings(auth="api_key", api_keys={"k": "anonymous"})
+    with pytest.raises(RuntimeError, match="reserved"):
+        check_auth_settings(settings)

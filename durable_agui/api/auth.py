@@ -46,7 +46,7 @@ def check_auth_settings(settings: Settings) -> None:
 
     Raises:
         RuntimeError: ``auth="none"`` with a non-loopback ``api_host``; ``api_key`` without
-            keys; ``jwt`` without a key or a JWKS URL.
+            keys, or with a key of the reserved principal ``anonymous``; ``jwt`` without a key or a JWKS URL.
     """
     if settings.auth == "none" and settings.api_host not in LOOPBACK_HOSTS:
         raise RuntimeError(
@@ -55,6 +55,11 @@ def check_auth_settings(settings: Settings) -> None:
         )
     if settings.auth == "api_key" and not settings.api_keys:
         raise RuntimeError("DURABLE_AGUI_AUTH=api_key needs DURABLE_AGUI_API_KEYS")
+    if settings.auth == "api_key" and ANONYMOUS in settings.api_keys.values():
+        raise RuntimeError(
+            f"DURABLE_AGUI_API_KEYS names the principal {ANONYMOUS!r}, which is reserved for "
+            "DURABLE_AGUI_AUTH=none (its threads have the plain thread ids): choose another"
+        )
     if settings.auth == "jwt" and not (settings.jwt_key or settings.jwt_jwks_url):
         raise RuntimeError("DURABLE_AGUI_AUTH=jwt needs DURABLE_AGUI_JWT_KEY or _JWT_JWKS_URL")
     if settings.auth == "jwt" and not jwt_algorithms(settings):
@@ -105,7 +110,7 @@ async def current_principal(request: Request) -> str:
         raise unauthorized("send Authorization: Bearer <token>")
     if settings.auth == "api_key":
         principal = settings.api_keys.get(token)
-        if principal is None:
+        if principal is None or principal == ANONYMOUS:
             raise unauthorized("unknown API key")
         return principal
     try:
@@ -119,6 +124,10 @@ async def current_principal(request: Request) -> str:
     except (ValueError, TypeError, KeyError) as err:
         # PyJWT's key loaders raise these for a token whose header names another key type.
         raise unauthorized("invalid token") from err
+    if str(claims["sub"]) == ANONYMOUS:
+        # Reserved for DURABLE_AGUI_AUTH=none, whose threads have the plain thread ids: it
+        # would share every principal's id space.
+        raise unauthorized(f"the subject {ANONYMOUS!r} is reserved")
     return str(claims["sub"])
 
 

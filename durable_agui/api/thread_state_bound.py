@@ -7,7 +7,8 @@ send a new key would grow the stored state without end, and every turn streams i
 snapshots and a 56 MB log. So a run whose ``state``, merged over the stored one, would pass
 the bound is refused before it reaches Temporal, with 413 ``StateTooLarge`` naming the
 sizes and the setting; nothing is taken in. A run without ``state`` (or with keys that make
-it no larger) is never refused for it. Runs admitted at the same moment are each checked
+it no larger than the stored state) is never refused for it, so a state past the bound can
+always be brought back under it. Runs admitted at the same moment are each checked
 against the state stored then, so the state may pass the bound by what runs queued
 together add (``max_state_bytes`` each), and stops growing there.
 """
@@ -32,7 +33,7 @@ async def check_thread_state(
 ) -> None:
     """Refuse (413 ``StateTooLarge``) a run whose ``state`` merged over the thread's stored
     state (``initial``, the agent definition's, before the thread stored any) would take
-    more than ``settings.max_thread_state_bytes``.
+    more than ``settings.max_thread_state_bytes`` and more than the stored state takes.
 
     Raises:
         fastapi.HTTPException: 413 ``StateTooLarge``; 503 when the session store cannot be
@@ -47,9 +48,11 @@ async def check_thread_state(
     store = session_store(settings)
     with store_errors_as_http():
         stored = await asyncio.to_thread(store.agent_state, session_id)
-    merged = {**(dict(initial or {}) if stored is None else stored), **state}
-    size = json_bytes(merged)
-    if size > settings.max_thread_state_bytes:
+    base = dict(initial or {}) if stored is None else stored
+    size = json_bytes({**base, **state})
+    # A state already past the bound (runs admitted together, or the agent's own tools)
+    # may always shrink, or stay as it is: only growth past the bound is refused.
+    if size > settings.max_thread_state_bytes and size > json_bytes(base):
         raise api_error(
             413,
             ErrorType.STATE_TOO_LARGE,
