@@ -46,23 +46,34 @@ def check_auth_settings(settings: Settings) -> None:
 
     Raises:
         RuntimeError: ``auth="none"`` with a non-loopback ``api_host``; ``api_key`` without
-            keys, or with a key of the reserved principal ``anonymous``; ``jwt`` without a key or a JWKS URL.
+            keys, or with a key of the reserved principal ``anonymous``; ``jwt`` without a
+            key or a JWKS URL, or with no algorithm for its key.
     """
     if settings.auth == "none" and settings.api_host not in LOOPBACK_HOSTS:
         raise RuntimeError(
             f"DURABLE_AGUI_AUTH=none serves anyone who can reach {settings.api_host}; "
             "bind to 127.0.0.1, or set DURABLE_AGUI_AUTH=api_key or jwt"
         )
-    if settings.auth == "api_key" and not settings.api_keys:
+    if settings.auth == "api_key":
+        _check_api_keys(settings)
+    if settings.auth == "jwt":
+        _check_jwt(settings)
+
+
+def _check_api_keys(settings: Settings) -> None:
+    if not settings.api_keys:
         raise RuntimeError("DURABLE_AGUI_AUTH=api_key needs DURABLE_AGUI_API_KEYS")
-    if settings.auth == "api_key" and ANONYMOUS in settings.api_keys.values():
+    if ANONYMOUS in settings.api_keys.values():
         raise RuntimeError(
             f"DURABLE_AGUI_API_KEYS names the principal {ANONYMOUS!r}, which is reserved for "
             "DURABLE_AGUI_AUTH=none (its threads have the plain thread ids): choose another"
         )
-    if settings.auth == "jwt" and not (settings.jwt_key or settings.jwt_jwks_url):
+
+
+def _check_jwt(settings: Settings) -> None:
+    if not (settings.jwt_key or settings.jwt_jwks_url):
         raise RuntimeError("DURABLE_AGUI_AUTH=jwt needs DURABLE_AGUI_JWT_KEY or _JWT_JWKS_URL")
-    if settings.auth == "jwt" and not jwt_algorithms(settings):
+    if not jwt_algorithms(settings):
         raise RuntimeError(
             f"DURABLE_AGUI_JWT_ALGORITHMS={settings.jwt_algorithms} has no algorithm for the "
             "configured key (HS* for a shared secret; RS*, ES*, PS* for a PEM key or a JWKS)"
