@@ -68,8 +68,12 @@ def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="sessions and Temporal's SQLite file (DURABLE_AGUI_DATA_DIR, default ./data)",
     )
     dev.add_argument("--agents", default=None, help=AGENTS_HELP)
-    dev.add_argument("--temporal-port", type=int, default=7233)
-    dev.add_argument("--ui-port", type=int, default=8233)
+    dev.add_argument(
+        "--temporal-port", type=int, default=7233, help="the dev server's gRPC port (default 7233)"
+    )
+    dev.add_argument(
+        "--ui-port", type=int, default=8233, help="the Temporal Web UI's port (default 8233)"
+    )
     dev.set_defaults(run=lambda a: run_dev(settings_of(a), a.temporal_port, a.ui_port))
 
 
