@@ -11,8 +11,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
+    AnswersBody,
     BatchState,
     CancelRequest,
+    RefusedSignal,
     ResumeAnswer,
     RunRequest,
     ThreadCarry,
@@ -24,7 +26,14 @@ from durable_agui.core.contract import (
     WebhookFailure,
 )
 from durable_agui.workflows.batch import ToolCallBatch
-from durable_agui.workflows.thread import admission, lifecycle, notifications, rewind, run_queue
+from durable_agui.workflows.thread import (
+    admission,
+    answers,
+    lifecycle,
+    notifications,
+    rewind,
+    run_queue,
+)
 from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, ThreadView
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
@@ -124,11 +133,94 @@ def test_a_message_id_keeps_its_content() -> None:
     admission.check_run(view(book), run(user_messages=[taken]))  # the same content: a re-send
 
 
-def test_a_run_must_answer_every_open_approval() -> None:
+def test_an_ag_ui_run_must_answer_every_open_approval() -> None:
     batch = with_batch(("a1", "approval"))
-    assert refused(admission.check_run, view(batch=batch), run()) == "InterruptsUnanswered"
+    ag_ui_run = run(transcript_anchor="")
+    assert refused(admission.check_run, view(batch=batch), ag_ui_run) == "InterruptsUnanswered"
     answer = ResumeAnswer(interrupt_id="approve-a1", status="resolved")
-    admission.check_run(view(batch=batch), run(resume=[answer]))
+    admission.check_run(view(batch=batch), run(transcript_anchor="", resume=[answer]))
+
+
+def test_answers_sent_by_rest_as_a_run_answer_what_they_answer() -> None:
+    batch = with_batch(("a1", "approval"), ("f1", "frontend"))
+    rest = run(tool_results=[ToolResult(tool_call_id="f1", content="y")])  # no transcript
+    admission.check_run(view(batch=batch), rest)
+
+
+# -- answers from every channel -------------------------------------------------------------
+
+
+def body(payload: object) -> AnswersBody:
+    return AnswersBody.parse(payload)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "text",
+        {},
+        {"results": []},
+        {"results": [{"toolCall": "x"}]},
+        {"results": [{"toolCallId": "x" * 129}]},
+        {"resume": [{"interruptId": "approve-a1", "status": "maybe"}]},
+        {"results": [{"toolCallId": f"c{n}"} for n in range(65)]},
+    ],
+    ids=["text", "empty", "no-entry", "misnamed", "long-id", "bad-status", "too-many"],
+)
+def test_a_signal_payload_that_is_not_a_rest_body_is_refused(payload: object) -> None:
+    with pytest.raises(ValueError):
+        body(payload)
+
+
+def test_a_signal_payload_is_the_rest_body() -> None:
+    parsed = body(
+        {
+            "results": [{"toolCallId": "f1", "content": "yes", "error": None}],
+            "resume": [{"interruptId": "approve-a1", "status": "resolved", "payload": {"n": 1}}],
+        }
+    )
+    assert parsed.tool_results() == [ToolResult(tool_call_id="f1", content="yes")]
+    assert parsed.resume_answers() == [
+        ResumeAnswer(interrupt_id="approve-a1", status="resolved", payload={"n": 1})
+    ]
+
+
+def test_a_signal_is_judged_as_an_update_is() -> None:
+    batch = with_batch(("f1", "frontend"))
+    unknown = body({"results": [{"toolCallId": "nope"}]})
+    assert refused(answers.check_signalled, view(batch=batch), unknown) == "UnknownToolCall"
+    assert (
+        refused(
+            answers.check_signalled,
+            view(batch=batch, deleting=True),
+            body({"results": [{"toolCallId": "f1"}]}),
+        )
+        == "ThreadNotFound"
+    )
+    answers.check_signalled(view(batch=batch), body({"results": [{"toolCallId": "f1"}]}))
+
+
+def test_a_signal_waits_for_the_run_in_progress_only_with_a_call_it_may_be_emitting() -> None:
+    batch = with_batch(("f1", "frontend"))
+    unknown = body({"results": [{"toolCallId": "f2"}]})
+    known = body({"results": [{"toolCallId": "f1"}]})
+    assert answers.waits_for_run(view(batch=batch, running="r1"), unknown)
+    assert not answers.waits_for_run(view(batch=batch, running="r1"), known)
+    assert not answers.waits_for_run(view(batch=batch), unknown)  # nothing to wait for
+
+
+def test_refused_signals_are_kept_newest_last_and_bounded() -> None:
+    kept: list[RefusedSignal] = []
+    for n in range(answers.KEEP_REFUSED_SIGNALS + 3):
+        refusal = answers.refusal(
+            NOW, "tool_results", ApplicationError(f"no {n}", type="UnknownToolCall"), None
+        )
+        kept = answers.remembered(kept, refusal)
+    assert len(kept) == answers.KEEP_REFUSED_SIGNALS and kept[-1].reason == "no 22"
+    shown = answers.details(kept)
+    assert shown.index("no 22") < shown.index("no 21") and "no 17" not in shown
+    invalid = answers.refusal(NOW, "tool_results", ValueError("not a body"), None)
+    assert invalid.type == "InvalidRequest" and invalid.reason == "not a body"
 
 
 def test_answers_sent_alone_need_an_answer_and_a_pending_call() -> None:

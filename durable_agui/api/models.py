@@ -10,7 +10,7 @@ from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from durable_agui.core.contract import ThreadMetadata, ThreadStatus
+from durable_agui.core.contract import MultitaskStrategy, ThreadMetadata, ThreadStatus
 
 
 class CamelModel(BaseModel):
@@ -57,6 +57,14 @@ class WebhookFailureView(CamelModel):
     failed_at: datetime
 
 
+class RefusedSignalView(CamelModel):
+    at: datetime
+    signal: str = Field(description="tool_results or approval_decisions.")
+    type: str = Field(description="The error type an update would have been refused with.")
+    reason: str
+    ids: list[str] = Field(description="The answer ids the signal carried (at most 10).")
+
+
 class RunTraceView(CamelModel):
     run_id: str
     trace_id: str = Field(
@@ -89,6 +97,11 @@ class ThreadView(CamelModel):
     webhook_failures: list[WebhookFailureView] = Field(
         default_factory=list,
         description="The last webhook deliveries that failed every attempt (at most 10).",
+    )
+    refused_signals: list[RefusedSignalView] = Field(
+        default_factory=list,
+        description="The answers sent by Temporal signal that the thread refused (at most "
+        "20, oldest first): a signal cannot reply, so its refusal shows here.",
     )
 
 
@@ -149,6 +162,12 @@ class ResumeIn(CamelModel):
 class ToolResultsIn(CamelModel):
     results: list[ToolResultIn] = Field(default_factory=list)
     resume: list[ResumeIn] = Field(default_factory=list)
+    multitask_strategy: MultitaskStrategy | None = Field(
+        default=None,
+        description="What answers held for the run in progress do while a run is in progress "
+        "(their run is queued, refused, or stops it), as an AG-UI run's "
+        "forwardedProps.multitaskStrategy; default: the agent's.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ToolResultsIn:
@@ -178,8 +197,14 @@ class ToolResultsOut(CamelModel):
     accepted: list[str] = Field(description="Wire / interrupt ids whose answers were stored now.")
     acknowledged: list[str] = Field(description="Ids whose identical answers were held already.")
     still_pending: list[str]
+    held: list[str] = Field(
+        default_factory=list,
+        description="Wire ids answered early (their call's turn still runs): judged when it "
+        "has ended, in the run at eventsUrl.",
+    )
     run_id: str | None = Field(
-        description="The continuation run started, if the batch is complete."
+        description="The continuation run started, if the batch is complete (or the run "
+        "holding early answers)."
     )
     events_url: str | None = Field(description="SSE stream of the continuation run.")
 

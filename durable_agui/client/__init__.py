@@ -8,7 +8,12 @@ neither FastAPI nor the API. The session stores' drivers load on first use (``fo
 the event log's sources), not with this package.
 """
 
-from durable_agui.client.early_answers import early_answers, run_events_so_far, with_early_answers
+from durable_agui.client.early_answers import (
+    answers_as_run,
+    early_answers,
+    run_events_so_far,
+    with_early_answers,
+)
 from durable_agui.client.fork import fork_index, fork_thread
 from durable_agui.client.listing import (
     MAX_LISTED,
@@ -49,6 +54,7 @@ __all__ = [
     "RunWindow",
     "StreamSource",
     "ThreadRefused",
+    "answers_as_run",
     "cancel_run",
     "cursor_of",
     "delete_thread",

@@ -66,6 +66,7 @@ from tests.support import (
     logged_run_events,
     run_events,
     start_run,
+    thread_state,
 )
 from tests.webhook_receiver import WebhookReceiver
 
@@ -253,6 +254,26 @@ async def early_answer(env: WorkflowEnvironment, settings: Settings, thread: str
         ),
     )
     events = await run_events(env.client, thread, "r2")
+    assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+
+
+async def signalled(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Answers by Temporal signal: one refused (an unknown id, recorded for operators), then
+    the frontend call's result, which continues the thread in a run of its own."""
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.signal("tool_results", {"results": [{"toolCallId": "call_nope"}]})
+    await handle.signal("tool_results", {"results": [{"toolCallId": wire_id, "content": "yes"}]})
+    for _ in range(600):
+        state = await thread_state(env.client, thread)
+        if len(state.finished_run_ids) == 2 and state.current_run_id is None:
+            break
+        await asyncio.sleep(0.05)
+    assert [r.type for r in state.refused_signals] == ["UnknownToolCall"], state
+    events = await run_events(env.client, thread, state.finished_run_ids[-1])
     assert events[-1]["outcome"] == {"type": "success"}, events[-1]
 
 
@@ -501,6 +522,7 @@ SCENARIOS: dict[str, Scenario] = {
     "double_text": double_text,
     "deletion": deletion,
     "early_answer": early_answer,
+    "signalled": signalled,
     "webhooks": webhooks,
     "idle_expiry": idle_expiry,
     "regenerate": regenerate,

@@ -1,7 +1,8 @@
 """The typed messages the API, the thread workflow and the activities exchange.
 
 This is the one package those three rooms share, one module per family of messages
-(``ids``, ``inputs``, ``requests``, ``thread_state``, ``activity_io``, ``wire``), every name
+(``ids``, ``inputs``, ``requests``, ``signals``, ``thread_state``, ``activity_io``,
+``wire``), every name
 re-exported here: import from ``durable_agui.core.contract``. Everything here is a small
 pydantic model carried by ``temporalio.contrib.pydantic.pydantic_data_converter``; nothing here does I/O.
 
@@ -77,6 +78,13 @@ from durable_agui.core.contract.requests import (
     ToolResultsAccepted,
     ToolResultsRequest,
 )
+from durable_agui.core.contract.signals import (
+    QUERY_REFUSED_SIGNALS,
+    SIGNAL_APPROVAL_DECISIONS,
+    SIGNAL_TOOL_RESULTS,
+    AnswersBody,
+    RefusedSignal,
+)
 from durable_agui.core.contract.thread_state import (
     ApprovedCall,
     BatchState,
@@ -118,10 +126,13 @@ __all__ = [
     "MAX_TOOL_CALL_ID",
     "MULTITASK_STRATEGIES",
     "PENDING_TOOL_CALLS",
+    "QUERY_REFUSED_SIGNALS",
     "RECENT_RUNS",
     "RUN_ID_PATTERN",
     "SCHEDULE_ID_PREFIX",
     "SEARCH_ATTRIBUTES",
+    "SIGNAL_APPROVAL_DECISIONS",
+    "SIGNAL_TOOL_RESULTS",
     "SNAPSHOT_MESSAGE_ID",
     "STREAMED_MESSAGE_ID",
     "THREAD_ERROR_TYPES",
@@ -131,6 +142,7 @@ __all__ = [
     "THREAD_STATUS",
     "TOO_MANY_CALLS",
     "WORKFLOW_ID_PREFIX",
+    "AnswersBody",
     "AppendInput",
     "ApprovedCall",
     "BatchState",
@@ -150,6 +162,7 @@ __all__ = [
     "ReadRequest",
     "ReconcileInput",
     "ReconcileOutput",
+    "RefusedSignal",
     "ResumeAnswer",
     "RunAccepted",
     "RunRequest",

@@ -14,6 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from durable_agui.core.contract.ids import digest
 from durable_agui.core.contract.inputs import FrontendTool, ResumeAnswer, ToolResult
 from durable_agui.core.contract.requests import RunRequest, ThreadMetadata
+from durable_agui.core.contract.signals import RefusedSignal
 
 
 class ThreadStatus(StrEnum):
@@ -169,6 +170,11 @@ class ThreadState(BaseModel):
     run_trace_ids: dict[str, str] = Field(default_factory=dict)
     """The trace id of each recent run (the last ``KEEP_RUN_EVENTS`` that had one), oldest
     first: where an operator finds the run's spans."""
+    frontend_tools: list[str] = Field(default_factory=list)
+    """The names of the frontend tools of the thread's last AG-UI run (a REST answer's
+    early calls are found among them)."""
+    refused_signals: list[RefusedSignal] = Field(default_factory=list)
+    """The signals the thread refused, oldest first (the newest ``KEEP_REFUSED_SIGNALS``)."""
 
 
 class BatchState(BaseModel):

@@ -12,8 +12,8 @@ one table. The rules (ours, README "Human in the loop" and "Double texting"):
 - while the thread continues as new, or is deleted, requests are told to retry;
 - ``reject`` refuses a run while another runs or waits; at most ``MAX_QUEUED_RUNS`` queue;
 - a message id is taken once with one content (an edit is the exception that proves it);
-- answers are judged by the open batch (``ToolCallBatch.check``), and a run must answer
-  every open approval.
+- answers are judged by the open batch, as from every channel (``answers``), and an
+  AG-UI run must answer every open approval.
 
 Pure: no I/O, no ``temporalio.workflow``.
 """
@@ -27,14 +27,13 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.core.contract import (
     CancelRequest,
     ErrorType,
-    ResumeAnswer,
     RunRequest,
     ThreadCarry,
-    ToolResult,
     ToolResultsRequest,
 )
 from durable_agui.workflows.batch import ToolCallBatch
 from durable_agui.workflows.bounds import shown
+from durable_agui.workflows.thread.answers import check_answers
 from durable_agui.workflows.thread.rewind import rewind_point
 
 MAX_QUEUED_RUNS = 8
@@ -134,6 +133,8 @@ def _check_room(view: ThreadView, request: RunRequest) -> None:
 
 
 def _check_approvals_answered(view: ThreadView, request: RunRequest) -> None:
+    if request.transcript_anchor is None:
+        return  # answers sent by REST answer what they answer; AG-UI 1.0's rule is for runs
     answered = {answer.interrupt_id for answer in request.resume}
     unanswered = [
         i.interrupt_id for i in view.batch.waiting_interrupts() if i.interrupt_id not in answered
@@ -159,12 +160,6 @@ def check_message_ids(view: ThreadView, request: RunRequest) -> None:
                 "content; a new message needs a new id",
                 type=ErrorType.MESSAGE_ID_REUSED,
             )
-
-
-def check_answers(view: ThreadView, results: list[ToolResult], resume: list[ResumeAnswer]) -> None:
-    view.batch.check(
-        results, resume, thread_id=view.thread_id, run_in_progress=view.current_run_id is not None
-    )
 
 
 def check_tool_results(view: ThreadView, request: ToolResultsRequest) -> None:

@@ -58,7 +58,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agui.workflows.telemetry import RunOutcome, ThreadTelemetry
     from durable_agui.workflows.thread import rewind
-    from durable_agui.workflows.thread.admission import ThreadView, check_answers
+    from durable_agui.workflows.thread.admission import ThreadView
+    from durable_agui.workflows.thread.answers import check_answers
     from durable_agui.workflows.thread.events import ThreadEvents
     from durable_agui.workflows.thread.lifecycle import KEEP_RUN_EVENTS
 

@@ -12,6 +12,7 @@ with workflow.unsafe.imports_passed_through():
         PENDING_TOOL_CALLS,
         THREAD_LAST_ACTIVITY,
         THREAD_STATUS,
+        RefusedSignal,
         ThreadCarry,
         ThreadInput,
         ThreadState,
@@ -39,6 +40,7 @@ class ThreadViews:
     _deleting: bool
     _rolling_over: bool
     _shown_status: tuple[str, int] | None
+    _refused_signals: list[RefusedSignal]
 
     @property
     def _status(self) -> ThreadStatus:
@@ -85,6 +87,8 @@ class ThreadViews:
             event_log=self._events.event_log,
             unlogged_events=self._events.outbox,
             run_trace_ids=self._book.run_trace_ids,
+            frontend_tools=[tool.name for tool in self._book.frontend_tools],
+            refused_signals=self._refused_signals,
         )
 
     def _show_status(self) -> None:

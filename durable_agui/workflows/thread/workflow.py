@@ -6,7 +6,7 @@ ids already taken in; the results still to be written to the session (the *tail*
 All of it is ``ThreadCarry``, carried whole at continue-as-new.
 
 Runs arrive by update (``submit_run``, usually with start); answers can also arrive alone
-(``submit_tool_results``, the REST trigger). The loop takes one run at a time, so turns of
+(``answering``: the REST trigger's update, and signals from Temporal callers). The loop takes one run at a time, so turns of
 one thread never interleave, whatever number of API processes send them. While a batch is
 open the loop waits on a durable timer as well: unanswered calls expire. Who may send what
 is ``admission``'s to say; the run queue, rewind, lifecycle and notifications are modules of
@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         MetadataRequest,
         ReadRequest,
         ReconcileOutput,
+        RefusedSignal,
         RunAccepted,
         RunRequest,
         ThreadCarry,
@@ -38,8 +39,6 @@ with workflow.unsafe.imports_passed_through():
         ThreadMetadata,
         ThreadState,
         TokenCounts,
-        ToolResultsAccepted,
-        ToolResultsRequest,
         TurnOutput,
     )
     from durable_agui.telemetry.tracing import trace_parent
@@ -56,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agui.workflows.telemetry import ThreadTelemetry
     from durable_agui.workflows.thread import admission, lifecycle, run_queue
+    from durable_agui.workflows.thread.answering import ThreadAnswers
     from durable_agui.workflows.thread.endings import ThreadEndings
     from durable_agui.workflows.thread.events import ThreadEvents
     from durable_agui.workflows.thread.lifecycle import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
@@ -69,7 +69,7 @@ __all__ = ["KEEP_MESSAGE_IDS", "KEEP_RUN_EVENTS", "MAX_BATCH_ANSWER_BYTES", "Age
 
 
 @workflow.defn
-class AgentThreadWorkflow(ThreadViews, RunSteps, ThreadEndings, WebhookDeliveries):
+class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, WebhookDeliveries):
     """One AG-UI thread: ``ThreadCarry`` is its state (carried whole at continue-as-new),
     ``ToolCallBatch`` the rules of its open batch; this class is the loop and the handlers."""
 
@@ -101,6 +101,7 @@ class AgentThreadWorkflow(ThreadViews, RunSteps, ThreadEndings, WebhookDeliverie
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
         self._events = ThreadEvents(start, self._telemetry)
+        self._refused_signals: list[RefusedSignal] = []  # the newest, for operators
 
     @workflow.run
     async def run(self, start: ThreadInput) -> None:
@@ -203,29 +204,6 @@ class AgentThreadWorkflow(ThreadViews, RunSteps, ThreadEndings, WebhookDeliverie
     @submit_run.validator
     def _validate_run(self, request: RunRequest) -> None:
         admission.check_run(self._view(), request)
-
-    @workflow.update
-    def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
-        """Take in answers; when they complete the batch, queue the continuation run."""
-        acknowledged = self._batch.acknowledged(request.results, request.resume)
-        accepted = self._take(request.results, request.resume)
-        self._show_status()
-        run_id: str | None = None
-        if accepted and self._batch.is_complete:
-            run_id = request.run_id
-            self._book.queue.append(
-                RunRequest(run_id=run_id, agent=self._agent, trace_parent=trace_parent())
-            )
-        return ToolResultsAccepted(
-            accepted=accepted,
-            acknowledged=acknowledged,
-            still_pending=self._batch.waiting_ids(),
-            run_id=run_id,
-        )
-
-    @submit_tool_results.validator
-    def _validate_tool_results(self, request: ToolResultsRequest) -> None:
-        admission.check_tool_results(self._view(), request)
 
     @workflow.update
     def set_metadata(self, request: MetadataRequest) -> ThreadMetadata:

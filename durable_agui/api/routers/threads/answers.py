@@ -6,15 +6,22 @@ import uuid
 
 from fastapi import Request
 
+from durable_agui.agents.registry import AgentRegistry
 from durable_agui.api.auth import PrincipalDep
-from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
+from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import NO_THREAD, error_responses
 from durable_agui.api.models import ToolResultsIn, ToolResultsOut
 from durable_agui.api.routers.threads.base import threads_router
 from durable_agui.api.run_checks import check_answers
 from durable_agui.api.run_input import content_json
-from durable_agui.client import submit_tool_results
-from durable_agui.core.contract import ResumeAnswer, ToolResult, ToolResultsRequest
+from durable_agui.client import ThreadRefused, answers_as_run, submit_tool_results
+from durable_agui.core.contract import (
+    MultitaskStrategy,
+    ResumeAnswer,
+    ToolResult,
+    ToolResultsRequest,
+)
+from durable_agui.core.errors import ErrorType
 
 router = threads_router()
 
@@ -32,6 +39,7 @@ async def post_tool_results(
     client: TemporalDep,
     settings: SettingsDep,
     principal: PrincipalDep,
+    agents: AgentsDep,
     posted: Request,
 ) -> ToolResultsOut:
     """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
@@ -52,14 +60,40 @@ async def post_tool_results(
         ],
     )
     check_answers(request.results, request.resume, settings)
-    accepted = await submit_tool_results(client, thread_id, request)
+    # Beside the path this was posted to, so it keeps the prefix the router is mounted at.
+    events_path = posted.url.path.removesuffix("/tool-results") + "/runs/{}/events"
+    try:
+        accepted = await submit_tool_results(client, thread_id, request)
+    except ThreadRefused as refused:
+        # Answers to calls the run in progress is still emitting: held, as in an AG-UI run.
+        if refused.type != ErrorType.UNKNOWN_TOOL_CALL or not request.results:
+            raise
+        as_run = await answers_as_run(
+            client, settings, thread_id, request, lambda agent: _strategy(body, agents, agent)
+        )
+        if as_run is None:
+            raise
+        run, held = as_run
+        return ToolResultsOut(
+            accepted=[],
+            acknowledged=run.acknowledged_tool_call_ids,
+            held=held,
+            still_pending=held,
+            run_id=run.run_id,
+            events_url=events_path.format(run.run_id),
+        )
     return ToolResultsOut(
         accepted=accepted.accepted,
         acknowledged=accepted.acknowledged,
         still_pending=accepted.still_pending,
         run_id=accepted.run_id,
-        # Beside the path this was posted to, so it keeps the prefix the router is mounted at.
-        events_url=posted.url.path.removesuffix("/tool-results") + f"/runs/{accepted.run_id}/events"
-        if accepted.run_id
-        else None,
+        events_url=events_path.format(accepted.run_id) if accepted.run_id else None,
     )
+
+
+def _strategy(body: ToolResultsIn, agents: AgentRegistry, agent: str) -> MultitaskStrategy:
+    """The body's ``multitaskStrategy``, else the agent's (``AgentDefinition``)."""
+    if body.multitask_strategy is not None:
+        return body.multitask_strategy
+    definition = agents.get(agent)
+    return definition.multitask_strategy if definition is not None else "enqueue"

@@ -8,6 +8,7 @@ from durable_agui.api.errors import NO_THREAD, error_responses
 from durable_agui.api.models import (
     InterruptView,
     PendingToolCallView,
+    RefusedSignalView,
     RunTraceView,
     ThreadMessages,
     ThreadView,
@@ -79,6 +80,9 @@ async def get_thread(
         ],
         webhook_failures=[
             WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
+        ],
+        refused_signals=[
+            RefusedSignalView.model_validate(r.model_dump()) for r in state.refused_signals
         ],
     )
 

@@ -1,0 +1,126 @@
+"""Answers sent alone (Temporal side): the REST trigger's update and the thread's signals.
+
+``ThreadAnswers`` is the half of ``AgentThreadWorkflow`` that takes answers without a run:
+``submit_tool_results`` (an update: refused before anything is written, answered with what
+was taken) and the signals ``tool_results`` and ``approval_decisions`` (same payload as the
+REST body; a signal cannot reply, so what is refused is recorded where an operator looks).
+What an answer is, and when it waits, is ``answers``' to say; this carries it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agui.core.contract import (
+        QUERY_REFUSED_SIGNALS,
+        SIGNAL_APPROVAL_DECISIONS,
+        SIGNAL_TOOL_RESULTS,
+        AnswersBody,
+        RefusedSignal,
+        ResumeAnswer,
+        ThreadCarry,
+        ToolResult,
+        ToolResultsAccepted,
+        ToolResultsRequest,
+    )
+    from durable_agui.telemetry.tracing import trace_parent
+    from durable_agui.workflows.batch import ToolCallBatch
+    from durable_agui.workflows.telemetry import ThreadTelemetry
+    from durable_agui.workflows.thread import admission, answers
+    from durable_agui.workflows.thread.admission import ThreadView
+
+
+class ThreadAnswers:
+    """The answering half of the thread workflow (its state is the workflow's)."""
+
+    _agent: str
+    _book: ThreadCarry
+    _batch: ToolCallBatch
+    _telemetry: ThreadTelemetry
+    _current_run_id: str | None
+    _refused_signals: list[RefusedSignal]
+    # What the workflow's other halves provide (declared, not defined: the MRO finds them).
+    _take: Callable[[list[ToolResult], list[ResumeAnswer]], list[str]]  # RunSteps'
+    _view: Callable[[], ThreadView]  # ThreadViews'
+    _show_status: Callable[[], None]  # ThreadViews'
+
+    @workflow.update
+    def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
+        """Take in answers; when they complete the batch, queue the continuation run."""
+        acknowledged = self._batch.acknowledged(request.results, request.resume)
+        accepted, run_id = self._answered(request.results, request.resume, request.run_id)
+        return ToolResultsAccepted(
+            accepted=accepted,
+            acknowledged=acknowledged,
+            still_pending=self._batch.waiting_ids(),
+            run_id=run_id,
+        )
+
+    @submit_tool_results.validator
+    def _validate_tool_results(self, request: ToolResultsRequest) -> None:
+        admission.check_tool_results(self._view(), request)
+
+    @workflow.signal(name=SIGNAL_TOOL_RESULTS)
+    async def tool_results(self, payload: Any) -> None:
+        """Results for frontend calls (the REST body: ``{"results": [...]}``)."""
+        await self._answer_by_signal(SIGNAL_TOOL_RESULTS, payload)
+
+    @workflow.signal(name=SIGNAL_APPROVAL_DECISIONS)
+    async def approval_decisions(self, payload: Any) -> None:
+        """Decisions on approvals (the REST body: ``{"resume": [...]}``)."""
+        await self._answer_by_signal(SIGNAL_APPROVAL_DECISIONS, payload)
+
+    @workflow.query(name=QUERY_REFUSED_SIGNALS)
+    def refused_signals(self) -> list[RefusedSignal]:
+        """The signals this thread refused (the newest ``KEEP_REFUSED_SIGNALS``), oldest first."""
+        return self._refused_signals
+
+    def _answered(
+        self, results: list[ToolResult], resume: list[ResumeAnswer], run_id: str
+    ) -> tuple[list[str], str | None]:
+        """Take judged answers; when they complete the batch, queue the continuation run
+        ``run_id``. Returns the ids taken now, and the run queued (``None``: none)."""
+        accepted = self._take(results, resume)
+        self._show_status()
+        if not (accepted and self._batch.is_complete):
+            return accepted, None
+        self._book.queue.append(answers.continuation(self._agent, run_id, trace_parent()))
+        return accepted, run_id
+
+    async def _answer_by_signal(self, signal: str, payload: object) -> None:
+        body: AnswersBody | None = None
+        try:
+            body = AnswersBody.parse(payload)
+            if answers.waits_for_run(self._view(), body):
+                running = self._current_run_id
+                await workflow.wait_condition(lambda: self._current_run_id != running)
+            answers.check_signalled(self._view(), body)
+        except (ApplicationError, ValueError) as refused:
+            self._refuse_signal(answers.refusal(workflow.now(), signal, refused, body))
+            return
+        run_id = f"signal-{workflow.uuid4().hex}"
+        accepted, queued = self._answered(body.tool_results(), body.resume_answers(), run_id)
+        workflow.logger.info(
+            "signal %s took answers %s%s",
+            signal,
+            accepted,
+            f"; run {queued} continues the thread" if queued else "",
+        )
+
+    def _refuse_signal(self, refused: RefusedSignal) -> None:
+        """Record a refused signal where an operator looks: the ``refused_signals`` query,
+        the thread's state, the workflow's current details and a warning log line."""
+        self._refused_signals = answers.remembered(self._refused_signals, refused)
+        workflow.set_current_details(answers.details(self._refused_signals))
+        workflow.logger.warning(
+            "signal %s refused (%s): %s",
+            refused.signal,
+            refused.type,
+            refused.reason,
+            extra={"refused_signal": refused.model_dump(mode="json")},
+        )

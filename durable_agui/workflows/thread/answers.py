@@ -1,0 +1,121 @@
+"""Answers from every channel, judged once: an AG-UI run's ``role:"tool"`` messages and
+``resume`` entries (``submit_run``), the REST body (``submit_tool_results``), and the
+thread's signals (``tool_results``, ``approval_decisions``).
+
+The rules (README "Human in the loop"; DESIGN.md "One judgement of answers for every
+channel"):
+
+- every answer is judged by the open batch (``ToolCallBatch``: new, same, echo,
+  conflicting, closed, unknown), and a request with any refused answer is refused whole
+  before anything is written (``check_answers``);
+- an answer to a call the run in progress has streamed but its turn has not handed to the
+  thread yet is *early*: it is held until that turn ends, then judged like any other. An
+  AG-UI run or a REST body brings it as ``RunRequest.early_tool_results`` (the API finds the
+  call in the run's events); a signal with an answer the batch does not know while a run is
+  in progress waits for that run's end (``waits_for_run``): a signal cannot be told "send it
+  again later";
+- answers that complete the batch start the continuation run (``continuation``);
+- a signal speaks for the thread's owner (whoever may signal the workflow in its Temporal
+  namespace may already do anything to it), and cannot reply: what the thread refuses is
+  recorded (``refusal``), kept (the last ``KEEP_REFUSED_SIGNALS``: the ``refused_signals``
+  query, ``GET /threads/{id}``), shown as the workflow's current details in the Temporal UI
+  (``details``) and logged.
+
+Pure: no I/O, no ``temporalio.workflow``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from temporalio.exceptions import ApplicationError
+
+from durable_agui.core.contract import (
+    AnswersBody,
+    ErrorType,
+    RefusedSignal,
+    ResumeAnswer,
+    RunRequest,
+    ToolResult,
+)
+from durable_agui.workflows.bounds import shown
+from durable_agui.workflows.verdicts import Verdict
+
+if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
+    from durable_agui.workflows.thread.admission import ThreadView
+
+KEEP_REFUSED_SIGNALS = 20
+"""Refused signals a thread remembers (the newest); older ones are in its history."""
+SHOWN_REFUSALS = 5
+"""Refused signals the workflow's current details list (the newest first)."""
+
+
+def check_answers(view: ThreadView, results: list[ToolResult], resume: list[ResumeAnswer]) -> None:
+    """Refuse answers the open batch cannot take (``ToolCallBatch.check``), whatever the
+    channel: ``UnknownToolCall``, ``ConflictingToolResult``, ``ToolCallExpired`` ... as
+    ``ApplicationError`` (an update's refusal; for a signal, its recorded reason)."""
+    view.batch.check(
+        results, resume, thread_id=view.thread_id, run_in_progress=view.current_run_id is not None
+    )
+
+
+def check_signalled(view: ThreadView, body: AnswersBody) -> None:
+    """Refuse a signal's answers: a thread being deleted takes none; then ``check``."""
+    if view.deleting:
+        raise ApplicationError(
+            f"thread {view.thread_id!r} is being deleted", type=ErrorType.THREAD_NOT_FOUND
+        )
+    check_answers(view, body.tool_results(), body.resume_answers())
+
+
+def waits_for_run(view: ThreadView, body: AnswersBody) -> bool:
+    """Whether a signal's answers wait for the run in progress to end: one of them answers
+    a call the batch does not know (yet), which that run's turn may be emitting."""
+    if view.current_run_id is None:
+        return False
+    return any(view.batch.judge_result(r).verdict == Verdict.UNKNOWN for r in body.tool_results())
+
+
+def continuation(agent: str, run_id: str, trace_parent: str | None) -> RunRequest:
+    """The run that continues a thread whose batch the answers completed."""
+    return RunRequest(run_id=run_id, agent=agent, trace_parent=trace_parent)
+
+
+def answer_ids(body: AnswersBody | None) -> list[str]:
+    if body is None:
+        return []
+    ids = [r.tool_call_id for r in body.results] + [r.interrupt_id for r in body.resume]
+    return [shown(i) for i in ids[:10]]
+
+
+def refusal(
+    at: datetime, signal: str, refused: ApplicationError | ValueError, body: AnswersBody | None
+) -> RefusedSignal:
+    """The record of a refused signal (``refused``: the refusal an update would have got,
+    or the payload's parse error, type ``InvalidRequest``)."""
+    if isinstance(refused, ApplicationError):
+        error_type, reason = refused.type or ErrorType.UPDATE_FAILED, refused.message
+    else:
+        error_type, reason = ErrorType.INVALID_REQUEST, str(refused)
+    return RefusedSignal(
+        at=at, signal=signal, type=error_type, reason=reason[:500], ids=answer_ids(body)
+    )
+
+
+def remembered(refused: list[RefusedSignal], new: RefusedSignal) -> list[RefusedSignal]:
+    """``refused`` with ``new`` last, the newest ``KEEP_REFUSED_SIGNALS`` kept."""
+    return [*refused, new][-KEEP_REFUSED_SIGNALS:]
+
+
+def details(refused: list[RefusedSignal]) -> str:
+    """The workflow's current details (Markdown, shown in the Temporal UI) listing the
+    newest refused signals."""
+    lines = [
+        f"- {r.at.isoformat(timespec='seconds')} `{r.signal}` {r.ids or ''}: **{r.type}** "
+        f"{r.reason}"
+        for r in reversed(refused[-SHOWN_REFUSALS:])
+    ]
+    return "**Refused signals** (newest first; the `refused_signals` query has more)\n" + "\n".join(
+        lines
+    )

@@ -1,0 +1,311 @@
+"""Answers from every channel: a Temporal signal answers a waiting call as the REST body and
+an AG-UI run do, judged by the same rules (``durable_agui/workflows/thread/answers.py``);
+a refused signal shows where an operator looks; a REST answer sent while its call's turn
+still runs is held and applied. Against a real ``durable-agui dev`` stack: the real
+``temporal`` CLI, a second workflow on the same server, real HTTP and SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from durable_agui.cli.devserver import temporal_binary
+from durable_agui.core.contract import workflow_id_for
+from tests.stack import DevStack, started
+from tests.support import CONFIRM_BOOKING, post_run, run_input, stream_run, user
+
+MIXED = 'call lookup_flight {"flight":"E1","delay_seconds":4}\ncall confirm_booking {"flight":"E1"}'
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    with started(tmp_path_factory.mktemp("signals")) as running:
+        yield running
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client
+
+
+def temporal_cli(stack: DevStack, *args: str) -> str:
+    """Run the real ``temporal`` CLI against the stack's server; its standard output."""
+    done = subprocess.run(
+        [str(temporal_binary()), *args, "--address", stack.temporal_address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def signal(stack: DevStack, thread: str, name: str, body: Any) -> None:
+    temporal_cli(
+        stack,
+        "workflow", "signal",
+        "--workflow-id", workflow_id_for(thread),
+        "--name", name,
+        "--input", json.dumps(body),
+    )  # fmt: skip
+
+
+async def finished_runs(http: httpx.AsyncClient, thread: str, count: int) -> dict[str, Any]:
+    """The thread's view once ``count`` runs have finished and it is not running (polled:
+    a signal has no reply to wait on)."""
+    for _ in range(600):
+        view = (await http.get(f"/threads/{thread}")).json()
+        runs = view["recentRuns"]
+        if view["status"] != "running" and not view["queuedRunIds"] and len(runs) >= count:
+            return dict(view)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"thread {thread} never finished {count} runs: {view}")
+
+
+async def run_text(http: httpx.AsyncClient, thread: str, run_id: str) -> str:
+    response = await http.get(f"/threads/{thread}/runs/{run_id}/events")
+    events = [
+        json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+    ]
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def waiting_call(http: httpx.AsyncClient, thread: str) -> str:
+    """Run r1 on a new thread: the model calls the frontend tool; its wire id."""
+    body = run_input(
+        thread, "r1", [user("u1", 'call confirm_booking {"flight":"S1"}')], [CONFIRM_BOOKING]
+    )
+    status, events = await post_run(http, "demo", body)
+    assert status == 200, events
+    (start,) = [e for e in events if e["type"] == "TOOL_CALL_START"]
+    return str(start["toolCallId"])
+
+
+async def waiting_approval(http: httpx.AsyncClient, thread: str) -> str:
+    """Run r1 on a new thread: the model calls ``cancel_booking``, which needs approval; the
+    interrupt's id."""
+    body = run_input(thread, "r1", [user("u1", 'call cancel_booking {"booking":"BK-9"}')], [])
+    status, events = await post_run(http, "demo", body)
+    assert status == 200, events
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+    return str(interrupt["id"])
+
+
+async def test_a_frontend_result_sent_by_temporal_workflow_signal_continues_the_thread(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    wire_id = await waiting_call(http, "sig-1")
+    signal(
+        stack,
+        "sig-1",
+        "tool_results",
+        {"results": [{"toolCallId": wire_id, "content": "yes, book it"}]},
+    )
+    view = await finished_runs(http, "sig-1", 2)
+    continued = view["recentRuns"][-1]["runId"]
+    assert continued.startswith("signal-")
+    assert (await run_text(http, "sig-1", continued)).endswith(
+        "confirm_booking -> success: yes, book it"
+    )
+    assert (
+        view["status"] == "idle" and view["pendingToolCalls"] == [] and view["refusedSignals"] == []
+    )
+
+
+async def test_an_approval_decided_by_temporal_workflow_signal_runs_the_tool(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    interrupt_id = await waiting_approval(http, "sig-2")
+    decision = {
+        "resume": [
+            {"interruptId": interrupt_id, "status": "resolved", "payload": {"note": "ok by ops"}}
+        ]
+    }
+    signal(stack, "sig-2", "approval_decisions", decision)
+    view = await finished_runs(http, "sig-2", 2)
+    text = await run_text(http, "sig-2", view["recentRuns"][-1]["runId"])
+    assert "cancel_booking -> success" in text and "ok by ops" in text
+    assert view["interrupts"] == []
+
+
+@workflow.defn(sandboxed=False)
+class ApprovalProcess:
+    """A reader's own workflow: it decides, then answers the thread through an external
+    workflow handle (the thread's workflow id and the decision are its input)."""
+
+    @workflow.run
+    async def run(self, thread_workflow_id: str, decision: dict[str, Any]) -> None:
+        await workflow.sleep(timedelta(milliseconds=10))  # the decision takes its time
+        thread = workflow.get_external_workflow_handle(thread_workflow_id)
+        await thread.signal("approval_decisions", decision)
+
+
+async def test_another_workflow_answers_an_approval_through_an_external_handle(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    interrupt_id = await waiting_approval(http, "sig-3")
+    client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
+    queue = f"approvals-{uuid.uuid4().hex[:8]}"
+    decision = {"resume": [{"interruptId": interrupt_id, "status": "cancelled"}]}
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[ApprovalProcess],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
+        await client.execute_workflow(
+            ApprovalProcess.run,
+            args=[workflow_id_for("sig-3"), decision],
+            id=f"approval-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+        )
+    view = await finished_runs(http, "sig-3", 2)
+    messages = (await http.get("/threads/sig-3/messages")).json()["messages"]
+    declined = [m for m in messages if m["role"] == "tool"]
+    assert declined and "declined" in json.dumps(declined[-1])
+    assert view["interrupts"] == [] and view["refusedSignals"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "error_type"),
+    [
+        ({"results": [{"toolCallId": "call_nope", "content": "x"}]}, "UnknownToolCall"),
+        ({"resume": [{"interruptId": "approve-nope", "status": "resolved"}]}, "UnknownInterrupt"),
+        ({"results": [{"toolCall": "typo"}]}, "InvalidRequest"),
+        ("not a body", "InvalidRequest"),
+        ({}, "InvalidRequest"),
+    ],
+)
+async def test_a_refused_signal_shows_its_reason_to_operators(
+    stack: DevStack, http: httpx.AsyncClient, body: Any, error_type: str
+) -> None:
+    thread = f"sig-refused-{uuid.uuid4().hex[:6]}"
+    wire_id = await waiting_call(http, thread)
+    signal(stack, thread, "tool_results", body)
+    # The query, the thread's view and the Temporal UI's current details all say why.
+    for _ in range(300):
+        refused = json.loads(
+            temporal_cli(
+                stack,
+                "workflow",
+                "query",
+                "--workflow-id",
+                workflow_id_for(thread),
+                "--name",
+                "refused_signals",
+                "--output",
+                "json",
+            )
+        )["queryResult"][0]
+        if refused:
+            break
+        await asyncio.sleep(0.1)
+    assert [r["type"] for r in refused] == [error_type]
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert [r["type"] for r in view["refusedSignals"]] == [error_type]
+    # The Temporal UI shows the workflow's current details (the metadata query).
+    metadata = temporal_cli(
+        stack, "workflow", "metadata", "--workflow-id", workflow_id_for(thread), "--output", "json"
+    )
+    assert error_type in metadata and "Refused signals" in metadata
+    # Nothing was taken: the call still waits, and a good answer still continues the thread.
+    assert [c["toolCallId"] for c in view["pendingToolCalls"]] == [wire_id]
+    signal(stack, thread, "tool_results", {"results": [{"toolCallId": wire_id, "content": "fine"}]})
+    view = await finished_runs(http, thread, 2)
+    assert view["pendingToolCalls"] == []
+
+
+async def test_a_signal_sent_while_its_call_is_still_streaming_is_held_and_applied(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    body = run_input("sig-early", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+    sent: list[str] = []
+
+    async def answer(events: list[dict[str, Any]]) -> None:
+        card = [e for e in events if e["type"] == "TOOL_CALL_END" and not sent]
+        starts = {
+            e["toolCallId"]: e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"
+        }
+        for end in card:
+            if starts.get(end["toolCallId"]) == "confirm_booking":
+                sent.append(end["toolCallId"])
+                results = {"results": [{"toolCallId": end["toolCallId"], "content": "early yes"}]}
+                await asyncio.to_thread(signal, stack, "sig-early", "tool_results", results)
+
+    events, _ = await stream_run(http, "/agents/demo", answer, json=body)
+    assert sent, "the frontend call never streamed"
+    assert events[-1]["type"] == "RUN_FINISHED"
+    view = await finished_runs(http, "sig-early", 2)
+    assert (await run_text(http, "sig-early", view["recentRuns"][-1]["runId"])).endswith(
+        "confirm_booking -> success: early yes"
+    )
+    assert view["refusedSignals"] == []
+
+
+async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_applied(
+    http: httpx.AsyncClient,
+) -> None:
+    body = run_input("rest-early", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+    answered: list[asyncio.Task[httpx.Response]] = []
+
+    async def answer(events: list[dict[str, Any]]) -> None:
+        starts = {
+            e["toolCallId"]: e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"
+        }
+        for end in (e for e in events if e["type"] == "TOOL_CALL_END"):
+            if starts.get(end["toolCallId"]) == "confirm_booking" and not answered:
+                results = {"results": [{"toolCallId": end["toolCallId"], "content": "rest yes"}]}
+                answered.append(
+                    asyncio.create_task(http.post("/threads/rest-early/tool-results", json=results))
+                )
+                await asyncio.sleep(0)
+
+    _events, _ = await stream_run(http, "/agents/demo", answer, json=body)
+    assert answered, "the frontend call never streamed"
+    response = await answered[0]
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["held"] and reply["accepted"] == []
+    continued = await http.get(reply["eventsUrl"])
+    text = "".join(
+        json.loads(line[5:]).get("delta", "")
+        for line in continued.text.splitlines()
+        if line.startswith("data:") and '"TEXT_MESSAGE_CONTENT"' in line
+    )
+    assert text.endswith("confirm_booking -> success: rest yes")
+    view = (await http.get("/threads/rest-early")).json()
+    assert view["status"] == "idle" and view["pendingToolCalls"] == []
+
+
+async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
+    http: httpx.AsyncClient,
+) -> None:
+    body = run_input("rest-early-2", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+    answered: list[asyncio.Task[httpx.Response]] = []
+
+    async def answer(events: list[dict[str, Any]]) -> None:
+        if not answered and any(e["type"] == "TOOL_CALL_END" for e in events):
+            results = {"results": [{"toolCallId": "call_nope", "content": "no"}]}
+            answered.append(
+                asyncio.create_task(http.post("/threads/rest-early-2/tool-results", json=results))
+            )
+            await asyncio.sleep(0)
+
+    await stream_run(http, "/agents/demo", answer, json=body)
+    response = await answered[0]
+    assert response.status_code == 409
+    assert response.json()["detail"]["type"] == "UnknownToolCall"
