@@ -309,3 +309,35 @@ async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
     response = await answered[0]
     assert response.status_code == 409
     assert response.json()["detail"]["type"] == "UnknownToolCall"
+
+
+async def test_a_rest_answer_held_for_a_busy_thread_follows_its_double_texting_strategy(
+    http: httpx.AsyncClient,
+) -> None:
+    body = run_input("rest-early-3", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+    answered: list[asyncio.Task[httpx.Response]] = []
+
+    async def answer(events: list[dict[str, Any]]) -> None:
+        starts = {
+            e["toolCallId"]: e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"
+        }
+        for end in (e for e in events if e["type"] == "TOOL_CALL_END"):
+            if starts.get(end["toolCallId"]) == "confirm_booking" and not answered:
+                results = {
+                    "results": [{"toolCallId": end["toolCallId"], "content": "yes"}],
+                    "multitaskStrategy": "reject",
+                }
+                answered.append(
+                    asyncio.create_task(
+                        http.post("/threads/rest-early-3/tool-results", json=results)
+                    )
+                )
+                await asyncio.sleep(0)
+
+    await stream_run(http, "/agents/demo", answer, json=body)
+    response = await answered[0]
+    assert response.status_code == 409, response.text
+    assert response.json()["detail"]["type"] == "RunInProgress"
+    # Nothing was taken: the call waits for its answer.
+    view = (await http.get("/threads/rest-early-3")).json()
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
