@@ -1,5 +1,6 @@
 """A turn's agent, streamed (``run_turn``): each Strands event translated to AG-UI events as
-it comes, a ``STATE_DELTA`` after each message that changed the state, and the stop reason
+it comes, a ``STATE_DELTA`` after each message that changed the state (a tool that streams
+``{"state": ...}`` replaces it: ``STATE_SNAPSHOT``), and the stop reason
 and token usage at the end. A cancel stops the agent at its next safe point; a worker that
 shuts down, or an attempt the server gave up, fails the attempt instead (the retry starts
 over from the turn's starting point)."""
@@ -11,6 +12,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from ag_ui.core import StateSnapshotEvent
 from strands import Agent
 from strands.types.content import ContentBlock
 from temporalio import activity
@@ -46,6 +48,8 @@ async def stream_agent(
     first = True
     async for strands_event in agent.stream_async(prompt, invocation_state=invocation_state):
         for event in translator.feed(strands_event):
+            if isinstance(event, StateSnapshotEvent):  # a tool's streamed state: the thread's
+                shared.adopt(event.snapshot)
             events.publish(event, flush_now=first)
             first = False
         reported = reported or reports_usage(strands_event)

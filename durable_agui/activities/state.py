@@ -77,6 +77,15 @@ class StateEvents:
         self._shown = self.state.get()
         return StateSnapshotEvent(snapshot=copy.deepcopy(self._shown))
 
+    def adopt(self, snapshot: dict[str, Any]) -> None:
+        """Make ``snapshot`` the state, as the client is shown it (a tool streamed
+        ``{"state": ...}``: ``translation/tool_streams.py``); the session persists it."""
+        for key in list(self.state.get()):
+            self.state.delete(key)
+        for key, value in snapshot.items():
+            self.state.set(key, copy.deepcopy(value))
+        self._shown = self.state.get()
+
     def delta(self) -> BaseEvent | None:
         current: dict[str, Any] = self.state.get()
         if current == self._shown:

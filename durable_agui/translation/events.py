@@ -7,8 +7,9 @@ turns them into ``TEXT_MESSAGE_*``, ``REASONING_*`` (``reasoning.py``),
 ``TOOL_CALL_START/ARGS/END`` and, for backend tools only, ``TOOL_CALL_RESULT``. A call's
 arguments stream as the model writes them (one ``TOOL_CALL_ARGS`` per model delta), after a
 ``CUSTOM`` ``PredictState`` event when the agent maps one of its arguments to a state key.
-The placeholder result of a frontend or approval call is never translated: the client owns
-that call, and its answer arrives in a later run.
+What a running tool streams (``{"tool_stream_event": ...}``) is translated by
+``tool_streams.py``. The placeholder result of a frontend or approval call is never
+translated: the client owns that call, and its answer arrives in a later run.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.translation.content import render_tool_result
 from durable_agui.translation.reasoning import ReasoningStream
+from durable_agui.translation.tool_streams import ToolStreams
 
 MAX_ARGS_IN_STATE = 16_384
 """Arguments of one open call larger than this (JSON characters) stay out of workflow state
@@ -129,6 +131,7 @@ class TurnTranslator:
         self._streaming_call: str | None = None
         self._messages = 0
         self._reasoning = ReasoningStream(self._next_message_id)
+        self._tool_streams = ToolStreams(mint_wire_id)
         self.tool_calls: list[ToolCallRecord] = []
         self.not_offered: list[ToolCallRecord] = []
         self._wire_ids: dict[str, str] = {}
@@ -165,6 +168,9 @@ class TurnTranslator:
         chunk = event.get("event")
         if isinstance(chunk, dict):
             return self._on_chunk(chunk)
+        stream = event.get("tool_stream_event")
+        if isinstance(stream, dict):
+            return self._tool_streams.feed(stream)
         message = event.get("message")
         if isinstance(message, dict):
             if message.get("role") == "assistant":
@@ -175,7 +181,12 @@ class TurnTranslator:
 
     def finish(self) -> list[BaseEvent]:
         """Close whatever is still open at the end of the turn."""
-        return self._reasoning.close() + self._close_text() + self._end_streaming_call()
+        return (
+            self._reasoning.close()
+            + self._close_text()
+            + self._end_streaming_call()
+            + self._tool_streams.finish()
+        )
 
     def _on_chunk(self, chunk: dict[str, Any]) -> list[BaseEvent]:
         """Reasoning and tool calls, from the raw chunks: their deltas, the end of their
@@ -265,24 +276,29 @@ class TurnTranslator:
             wire_id = next(streamed, None)
             record, args_json = self._record(tool_use, budget, wire_id or mint_wire_id())
             self._wire_ids[record.native_id] = record.wire_id
-            if wire_id is not None:
-                continue
-            parent_id = parent_id or self._next_message_id()
-            if (
-                prediction := predict_state_event(record.tool_name, self._predict_state)
-            ) is not None:
-                events.append(prediction)
-            events += [
-                ToolCallStartEvent(
-                    tool_call_id=record.wire_id,
-                    tool_call_name=record.tool_name,
-                    parent_message_id=parent_id,
-                ),
-                ToolCallArgsEvent(tool_call_id=record.wire_id, delta=args_json),
-                ToolCallEndEvent(tool_call_id=record.wire_id),
-            ]
+            if wire_id is None:
+                parent_id = parent_id or self._next_message_id()
+                events += self._stream_whole(record, args_json, parent_id)
+            self._tool_streams.parents[record.native_id] = parent_id
         self._message_id, self._message_calls = None, []
         return events
+
+    def _stream_whole(
+        self, record: ToolCallRecord, args_json: str, parent_id: str
+    ) -> list[BaseEvent]:
+        """A call the raw chunks did not stream, whole (after ``PredictState`` when its
+        arguments feed the state)."""
+        prediction = predict_state_event(record.tool_name, self._predict_state)
+        return [
+            *([prediction] if prediction is not None else []),
+            ToolCallStartEvent(
+                tool_call_id=record.wire_id,
+                tool_call_name=record.tool_name,
+                parent_message_id=parent_id,
+            ),
+            ToolCallArgsEvent(tool_call_id=record.wire_id, delta=args_json),
+            ToolCallEndEvent(tool_call_id=record.wire_id),
+        ]
 
     def _record(
         self, tool_use: dict[str, Any], budget: _OpenCallBudget, wire_id: str
@@ -324,6 +340,7 @@ class TurnTranslator:
             result = block.get("toolResult")
             if result is None or result["toolUseId"] in open_native:
                 continue
+            events += self._tool_streams.tool_done(result["toolUseId"])
             wire_id = self._wire_ids.get(result["toolUseId"])
             if wire_id is not None:
                 events.append(self.tool_result(wire_id, list(result.get("content", []))))
