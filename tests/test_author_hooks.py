@@ -22,11 +22,15 @@ import json
 from pathlib import Path
 
 from strands import ToolContext, tool
-from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import (
+    AfterToolCallEvent, BeforeModelCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry,
+)
 
 from durable_agui import AgentDefinition, ApprovalRule
 
 SEEN = Path(__file__).with_name("seen.jsonl")
+BOOKED = Path(__file__).with_name("booked.txt")
+FAIL_ONCE = Path(__file__).with_name("fail-next-model-call")
 
 
 @tool
@@ -40,6 +44,8 @@ def book_flight(flight: str, tool_context: ToolContext) -> str:
     \"\"\"Book a flight (a person approves it first).\"\"\"
     trips = tool_context.agent.state.get("trips") or []
     tool_context.agent.state.set("trips", [*trips, flight])
+    with BOOKED.open("a") as booked:
+        booked.write(flight + "\\n")
     return f"booked {flight}"
 
 
@@ -62,7 +68,26 @@ class Audit(HookProvider):
         record("after", event.tool_use, event.selected_tool, event.result)
 
 
+class FailOnce(HookProvider):
+    # Fails the next model call once FAIL_ONCE exists: the turn's attempt fails.
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: object) -> None:
+        registry.add_callback(BeforeModelCallEvent, self.fail)
+
+    def fail(self, event: BeforeModelCallEvent) -> None:
+        if FAIL_ONCE.exists():
+            FAIL_ONCE.unlink()
+            raise RuntimeError("this attempt fails")
+
+
 AGENTS = [
+    AgentDefinition(
+        name="flaky",
+        model="offline",
+        tools=[search_flights, book_flight],
+        approvals={"book_flight": ApprovalRule(message="Book this flight?")},
+        hooks=[Audit(), FailOnce()],
+    ),
     AgentDefinition(
         name="travel",
         description="Finds and books flights.",
@@ -102,6 +127,12 @@ def seen(stack: DevStack) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+def booked(stack: DevStack) -> list[str]:
+    """Every flight ``book_flight`` booked, in every thread of the module."""
+    path = Path(stack.env["PYTHONPATH"]) / "booked.txt"
+    return path.read_text().split() if path.exists() else []
+
+
 def seen_for(stack: DevStack, thread: str) -> list[dict[str, Any]]:
     """What the hook saw of the calls stored in ``thread``."""
     ids = {
@@ -131,18 +162,23 @@ def called(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def approve_booking(stack: DevStack, thread: str, flight: str) -> list[dict[str, Any]]:
-    """Ask for ``book_flight``, check that the run waits for the person, approve: the
+async def approve_booking(
+    stack: DevStack, thread: str, flight: str, agent: str = "travel", fail_once: bool = False
+) -> list[dict[str, Any]]:
+    """Ask for ``book_flight``, check that the run waits for the person, approve (the
+    approving turn's first attempt failing at its model call, with ``fail_once``): the
     approving run's events."""
     ask = user("u1", f'call book_flight {{"flight": "{flight}"}}')
     async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
-        status, r1 = await post_run(http, "travel", run_input(thread, "r1", [ask], []))
+        status, r1 = await post_run(http, agent, run_input(thread, "r1", [ask], []))
         assert status == 200, r1
         (interrupt,) = r1[-1]["outcome"]["interrupts"]
         assert seen_for(stack, thread) == []  # the stand-in's run is not the hook's to see
+        if fail_once:
+            (Path(stack.env["PYTHONPATH"]) / "fail-next-model-call").touch()
         body = run_input(thread, "r2", [ask, called(r1)], [])
         body["resume"] = [{"interruptId": interrupt["id"], "status": "resolved"}]
-        status, r2 = await post_run(http, "travel", body)
+        status, r2 = await post_run(http, agent, body)
     assert status == 200, r2
     assert r2[-1]["type"] == "RUN_FINISHED", r2
     return r2
@@ -213,3 +249,38 @@ async def test_a_backend_call_is_seen_once_with_its_result(travel_stack: DevStac
         ("before", "search_flights"),
         ("after", "search_flights"),
     ]
+
+
+async def test_a_retried_turn_neither_books_again_nor_tells_the_hook_again(
+    travel_stack: DevStack,
+) -> None:
+    r2 = await approve_booking(travel_stack, "hooks-retry", "XY300", "flaky", fail_once=True)
+
+    assert any(e.get("name") == "turn_retried" for e in r2 if e["type"] == "CUSTOM"), r2
+    assert not (Path(travel_stack.env["PYTHONPATH"]) / "fail-next-model-call").exists()
+    assert booked(travel_stack).count("XY300") == 1
+    assert [line["event"] for line in seen_for(travel_stack, "hooks-retry")] == ["before", "after"]
+    results = [e["content"] for e in r2 if e["type"] == "TOOL_CALL_RESULT"]
+    assert results[-1] == "booked XY300"
+
+
+async def test_a_declined_booking_reaches_the_hook_as_the_refusal_it_is(
+    travel_stack: DevStack,
+) -> None:
+    thread = "hooks-declined"
+    ask = user("u1", 'call book_flight {"flight": "XY400"}')
+    async with httpx.AsyncClient(base_url=travel_stack.url, timeout=60) as http:
+        status, r1 = await post_run(http, "travel", run_input(thread, "r1", [ask], []))
+        (interrupt,) = r1[-1]["outcome"]["interrupts"]
+        body = run_input(thread, "r2", [ask, called(r1)], [])
+        body["resume"] = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+        status, r2 = await post_run(http, "travel", body)
+
+    assert status == 200, r2
+    (line,) = seen_for(travel_stack, thread)
+    assert (line["event"], line["tool"], line["selected"]) == ("after", "book_flight", None)
+    assert line["result"]["status"] == "error"
+    assert line["result"]["content"] == [
+        {"text": "The person declined this action; it was not run."}
+    ]
+    assert "XY400" not in booked(travel_stack)
