@@ -2,52 +2,53 @@
 
 A backend tool behind an approval (``AgentDefinition.approvals``) runs only once its
 interrupt was resolved: its placeholder result is still persisted, and the turn runs the
-tool with the approval's payload, stores the real result over the placeholder and streams
-``TOOL_CALL_RESULT`` (README "Human in the loop"). A call whose result is already real is
-not run again (retry safety).
+tool with the approval's payload, in the thread's own agent (its hooks, state and
+conversation manager: ``author_hooks.run_with_hooks``), stores the real result over the
+placeholder, in the session and in the agent's messages, and streams ``TOOL_CALL_RESULT``
+(README "Human in the loop"). A call whose result is already real is not run again (retry
+safety), and its hooks are not told again.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from strands import Agent
 from strands.session.repository_session_manager import RepositorySessionManager
-from strands.types.tools import ToolResult
+from strands.types.content import Message
+from strands.types.tools import ToolResult, ToolUse
 
+from durable_agui.activities.author_hooks import run_with_hooks
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.state import StateEvents
-from durable_agui.activities.turn_parts import (
-    TurnAgent,
-    approved_placeholder,
-    context_state,
-    run_tool,
-)
-from durable_agui.agents.emit import EMITTER_KEY
+from durable_agui.activities.turn_parts import TurnAgent, approved_placeholder
 from durable_agui.core.contract import AGENT_ID, ApprovedCall, TurnInput
-from durable_agui.translation import TurnTranslator
+from durable_agui.translation import TurnTranslator, is_placeholder
 
 
 async def run_approved(
     turn: TurnInput,
     built: TurnAgent,
+    agent: Agent,
     session: RepositorySessionManager,
     events: RunEventPublisher,
     translator: TurnTranslator,
     shared: StateEvents,
+    invocation_state: dict[str, Any],
 ) -> None:
-    """Run each approved call whose placeholder is still persisted, and store its result.
+    """Run each approved call whose placeholder is still persisted, in ``agent``, and store
+    its result.
 
     A call whose result is already real is not run again (retry safety). The calls share
-    the turn's state (``shared``); a change shows as ``STATE_DELTA`` after its result.
+    the turn's state (``shared``, the agent's); a change shows as ``STATE_DELTA`` after its
+    result. ``invocation_state``: the turn's, the approval's ``payload`` added as
+    ``approval``.
     """
     wanted: dict[str, ApprovedCall] = {call.native_id: call for call in turn.approved}
     messages = await asyncio.to_thread(
         session.session_repository.list_messages, session.session_id, AGENT_ID
-    )
-    runner = Agent(
-        model=built.arguments["model"], tools=[], callback_handler=None, state=shared.state
     )
     for message in messages:
         results: dict[str, ToolResult] = {}
@@ -55,16 +56,15 @@ async def run_approved(
             call = approved_placeholder(block, wanted, events, translator)
             if call is None:
                 continue
-            state = {
-                "agent": runner,
-                "approval": call.payload,
-                "context": context_state(turn.context),
-                EMITTER_KEY: events,
+            tool_use: ToolUse = {
+                "toolUseId": call.native_id,
+                "name": call.tool_name,
+                "input": call.args,
             }
-            results[call.native_id] = await run_tool(built.tools[call.tool_name], call, state)
-            events.publish(
-                translator.tool_result(call.wire_id, list(results[call.native_id]["content"]))
-            )
+            state = {**invocation_state, "agent": agent, "approval": call.payload}
+            result = await run_with_hooks(agent, built.tools[call.tool_name], tool_use, state)
+            results[call.native_id] = result
+            events.publish(translator.tool_result(call.wire_id, list(result["content"])))
             if (delta := shared.delta()) is not None:
                 events.publish(delta)
         if results:
@@ -72,3 +72,15 @@ async def run_approved(
             await asyncio.to_thread(
                 write_back, session.session_repository, session.session_id, message
             )
+            patch_loaded(agent.messages, results)
+
+
+def patch_loaded(messages: list[Message], results: dict[str, ToolResult]) -> None:
+    """Replace, in the agent's loaded messages, the placeholders of ``results``: the model
+    and the conversation manager read the agent's messages, not the store."""
+    for message in messages:
+        content: list[Any] = message["content"]
+        for position, block in enumerate(content):
+            result = block.get("toolResult")
+            if result and result["toolUseId"] in results and is_placeholder(result):
+                content[position] = {"toolResult": results[result["toolUseId"]]}

@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.agent_stream import stream_agent, until_stopped
 from durable_agui.activities.approved import run_approved
+from durable_agui.activities.author_hooks import screened, tell_arrived_results
 from durable_agui.activities.events import required_log
 from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.media import resolve_media
@@ -37,6 +38,7 @@ from durable_agui.activities.turn_parts import (
     model_failure,
     one_line,
     prompt_blocks,
+    ran_here,
     turn_tools,
     with_context,
 )
@@ -177,6 +179,8 @@ class TurnActivities:
                 once the agent is built.
         """
         arguments = dict(built.arguments)
+        # The author's hooks never see a stand-in's run (its result is the placeholder).
+        arguments["hooks"] = screened(arguments.get("hooks") or [])
         if turn.context:
             arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
         # On every span Strands makes for this turn (agent, model and tool calls).
@@ -232,21 +236,21 @@ class TurnActivities:
         """
         # Media first: a part the turn cannot take fails it before anything runs or is stored.
         user_messages = await resolve_media(turn.user_messages, self._settings)
-        if turn.approved:
-            await run_approved(turn, built, session, events, translator, shared)
         agent = self._agent(turn, built, tools, approval_placeholders, session)
         agent.state = shared.state  # the session manager persists agent.state as it is now
+        invocation_state = {"context": context_state(turn.context), EMITTER_KEY: events}
+        approved = {call.native_id for call in turn.approved}
+        await tell_arrived_results(agent, ran_here(built), approved, invocation_state)
+        if turn.approved:
+            await run_approved(
+                turn, built, agent, session, events, translator, shared, invocation_state
+            )
         agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
         agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
 
         streaming = asyncio.create_task(
             stream_agent(
-                agent,
-                prompt_blocks(user_messages),
-                {"context": context_state(turn.context), EMITTER_KEY: events},
-                events,
-                translator,
-                shared,
+                agent, prompt_blocks(user_messages), invocation_state, events, translator, shared
             )
         )
         return await until_stopped(agent, streaming, turn.run_id)

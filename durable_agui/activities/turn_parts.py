@@ -56,6 +56,11 @@ class TurnAgent:
     tools: dict[str, AgentTool]
 
 
+class HandOverTool(PythonAgentTool):
+    """The stand-in tool of a call someone else answers (``placeholder_tool``): its runs are
+    hidden from the author's hooks (``durable_agui.activities.author_hooks``)."""
+
+
 def placeholder_tool(spec: ToolSpec) -> AgentTool:
     """A Strands tool that stands in for a call someone else answers.
 
@@ -73,7 +78,13 @@ def placeholder_tool(spec: ToolSpec) -> AgentTool:
             "content": [{"text": PLACEHOLDER_TEXT}],
         }
 
-    return PythonAgentTool(spec["name"], spec, hand_over)
+    return HandOverTool(spec["name"], spec, hand_over)
+
+
+def ran_here(built: TurnAgent) -> set[str]:
+    """The names of the tools the turn's agent runs itself when the model calls them (its
+    backend tools not behind an approval)."""
+    return {name for name in built.tools if name not in built.definition.approvals}
 
 
 def frontend_spec(tool: FrontendTool) -> ToolSpec:
@@ -175,15 +186,14 @@ def approved_placeholder(
     return None
 
 
-async def run_tool(tool: AgentTool, call: ApprovedCall, state: dict[str, Any]) -> ToolResult:
-    """Run an approved call's tool with ``state`` as its invocation state; its result (an
+async def run_tool(tool: AgentTool, tool_use: ToolUse, state: dict[str, Any]) -> ToolResult:
+    """Run ``tool`` for ``tool_use`` with ``state`` as its invocation state; its result (an
     error result when the tool produced none)."""
-    tool_use: ToolUse = {"toolUseId": call.native_id, "name": call.tool_name, "input": call.args}
     final: ToolResult | None = None
     async for event in tool.stream(tool_use, state):
         if isinstance(event, dict) and "tool_result" in event:
             final = event["tool_result"]
-    return final or {"toolUseId": call.native_id, "status": "error", "content": []}
+    return final or {"toolUseId": tool_use["toolUseId"], "status": "error", "content": []}
 
 
 def turn_tools(

@@ -47,9 +47,9 @@ def book_flight(flight: str, tool_context: ToolContext) -> dict[str, Any]:
 
 
 class TravelDesk(HookProvider):
-    """Stamps the results of flight searches. Hooks see every tool call of a turn, the
-    stand-ins durable-agui calls for frontend tools and approvals included, so it checks
-    which tool ran."""
+    """Stamps the results of flight searches. Hooks see every tool call with its real
+    result (``book_flight`` once approved, a frontend tool's answer when the next turn reads
+    it; never a placeholder), so it checks which tool ran."""
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(AfterToolCallEvent, self.stamp)
