@@ -9,11 +9,15 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from fastapi import HTTPException
 from pydantic import ValidationError
+from temporalio.client import Client
 
+from durable_agui.api.agent_workers import AgentWorkers
 from durable_agui.core.agent_queues import MAX_TASK_QUEUE_LENGTH, agent_task_queue
 from durable_agui.core.settings import Settings
 from tests.stack import Cluster
@@ -37,9 +41,9 @@ HISTORIES = Path(__file__).parent / "histories"
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A dev server, worker a (``alpha``) and worker b (``beta``) on one task queue, and an
-    API serving all three agents, each a process of its own; the API's URL."""
+    API serving all three agents (``api_urls["api"]``), each a process of its own."""
     folder = tmp_path_factory.mktemp("routing")
     modules = folder / "modules"
     modules.mkdir()
@@ -52,9 +56,16 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         cluster.start_worker("b", {"DURABLE_AGUI_AGENTS": "routing_agents:BETA"})
         cluster.wait_until_serving("a")
         cluster.wait_until_serving("b")
-        yield cluster.start_api("api", env={"DURABLE_AGUI_AGENTS": "routing_agents"})
+        cluster.start_api("api", env={"DURABLE_AGUI_AGENTS": "routing_agents"})
+        yield cluster
     finally:
         cluster.stop_all()
+
+
+@pytest.fixture
+def split(cluster: Cluster) -> str:
+    """The API's URL."""
+    return cluster.api_urls["api"]
 
 
 async def lane(http: httpx.AsyncClient, lane: int) -> list[tuple[str, int, str]]:
@@ -101,6 +112,36 @@ async def test_a_run_for_an_agent_no_worker_serves_is_a_503_naming_it_before_the
     assert detail["type"] == "NoWorkerForAgent"
     assert "'gamma'" in detail["message"]
     assert thread.status_code == 404  # nothing reached a thread
+
+
+async def test_the_api_asks_temporal_once_per_agent_while_its_answer_holds(
+    cluster: Cluster,
+) -> None:
+    client = await Client.connect(cluster.server.address)
+    service = client.workflow_service
+    asked: list[str] = []
+    describe = service.describe_task_queue
+
+    async def counted(request: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(request.task_queue.name)
+        return await describe(request, *args, **kwargs)
+
+    service.describe_task_queue = counted  # type: ignore[method-assign,assignment]
+    settings = Settings(task_queue="faults", worker_check_seconds=600)
+    workers = AgentWorkers()
+
+    await asyncio.gather(*(workers.check(client, settings, "alpha") for _ in range(5)))
+    await workers.check(client, settings, "beta")
+    await workers.check(client, settings, "alpha")
+    for _ in range(2):
+        with pytest.raises(HTTPException) as refused:
+            await workers.check(client, settings, "gamma")
+        assert refused.value.status_code == 503
+    await AgentWorkers().check(
+        client, settings.model_copy(update={"worker_check_seconds": 0}), "gamma"
+    )
+
+    assert asked == ["faults.agent.alpha", "faults.agent.beta", "faults.agent.gamma"]
 
 
 def run_turn_queues(history: str) -> list[str]:
