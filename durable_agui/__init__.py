@@ -7,9 +7,11 @@ name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), o
 - ``create_router(settings, agents=...)``: the API's routes, for
   ``app.include_router(router, prefix="/ai")`` in an app of your own, and
   ``add_error_handlers(app)`` for the API's error body there;
-- ``build_worker(client, settings, agents=...)``: a worker hosting threads, or
-  ``thread_workflows()`` and ``thread_activities(settings, agents)`` to register on a
-  worker of your own (next to your own workflows, on ``settings.task_queue``);
+- ``build_worker(client, settings, agents=...)``: the workers hosting threads
+  (``ThreadWorkers``), or ``thread_workflows()`` and ``thread_activities(settings, agents)``
+  to register on a worker of your own (next to your own workflows, on
+  ``settings.task_queue``) with ``agent_workers(client, settings, agents=...)`` beside it
+  (each agent's turns on its own task queue; ``agent_activities`` for your own workers);
 - ``connect(settings)``: a Temporal client with this package's data converter;
 - ``start_telemetry(settings, service_name)``: the process's traces, metrics and logs
   (``README`` "Operate"), whose runtime and plugins ``connect`` takes, and
@@ -42,7 +44,14 @@ if TYPE_CHECKING:
     from durable_agui.core.settings import Settings, get_settings
     from durable_agui.core.temporal import connect
     from durable_agui.telemetry import Telemetry, start_telemetry
-    from durable_agui.worker import build_worker, thread_activities, thread_workflows
+    from durable_agui.worker import (
+        ThreadWorkers,
+        agent_activities,
+        agent_workers,
+        build_worker,
+        thread_activities,
+        thread_workflows,
+    )
 
 _PUBLIC = {
     "ActivityTelemetry": "durable_agui.activities.telemetry",
@@ -66,6 +75,9 @@ _PUBLIC = {
     "connect": "durable_agui.core.temporal",
     "Telemetry": "durable_agui.telemetry",
     "start_telemetry": "durable_agui.telemetry",
+    "ThreadWorkers": "durable_agui.worker",
+    "agent_activities": "durable_agui.worker",
+    "agent_workers": "durable_agui.worker",
     "build_worker": "durable_agui.worker",
     "thread_activities": "durable_agui.worker",
     "thread_workflows": "durable_agui.worker",
@@ -93,8 +105,11 @@ __all__ = [
     "RequestBodyCheck",
     "Settings",
     "Telemetry",
+    "ThreadWorkers",
     "TurnContext",
     "add_error_handlers",
+    "agent_activities",
+    "agent_workers",
     "build_worker",
     "connect",
     "create_app",

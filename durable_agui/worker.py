@@ -1,9 +1,18 @@
 """The worker that hosts threads and their activities, or the parts to register on a
-worker of your own."""
+worker of your own.
+
+A deployment's workers share one task queue (``Settings.task_queue``: the thread workflow and
+the activities any worker can run) and each polls, besides, the task queue of every agent it
+serves (``core/agent_queues.py``: that agent's turns), so workers serving different agents
+never take each other's turns.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 from temporalio.client import Client
@@ -14,7 +23,8 @@ from durable_agui.activities.events import EventLogActivities
 from durable_agui.activities.scheduled import ScheduledRunActivities
 from durable_agui.activities.telemetry import ActivityTelemetry
 from durable_agui.activities.webhook import WebhookActivities
-from durable_agui.agents.registry import AgentsArgument, agent_registry
+from durable_agui.agents.registry import AgentRegistry, AgentsArgument, agent_registry
+from durable_agui.core.agent_queues import agent_task_queue
 from durable_agui.core.settings import Settings, get_settings
 from durable_agui.core.temporal import connect
 from durable_agui.workflows import AgentThreadWorkflow
@@ -30,13 +40,15 @@ def thread_workflows() -> list[type]:
 def thread_activities(
     settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
-    """The activities a worker must register to host threads (``run_turn``,
+    """The activities a worker must register on ``settings.task_queue`` to host threads
+    (``run_turn``, for turns scheduled there before each agent had its queue,
     ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``append_events``,
     ``deliver_webhook``,
     ``send_scheduled_run``), bound to ``settings`` (default: the
     environment's) and ``agents``: an ``AgentRegistry``, a list or dict of
     ``AgentDefinition``s, or an import path as ``load_agents`` takes (default:
-    ``load_agents(settings.agents)``).
+    ``load_agents(settings.agents)``). New turns run on each agent's own task queue: see
+    ``agent_activities`` and ``agent_workers``.
 
     Raises:
         TypeError: ``agents`` of another kind.
@@ -56,40 +68,155 @@ def thread_activities(
     ]
 
 
+def agent_activities(
+    settings: Settings | None = None, agents: AgentsArgument | None = None
+) -> dict[str, list[Callable[..., Any]]]:
+    """For each agent served (``agents``, as ``thread_activities`` takes them), its task
+    queue (``<settings.task_queue>.agent.<name>``) and the activities to register there
+    (``run_turn``): a worker of your own hosting threads polls each of these queues too,
+    one ``temporalio.worker.Worker`` per queue, or that agent's turns wait.
+
+    Raises:
+        TypeError, durable_agui.AgentsNotLoaded: as ``thread_activities``.
+    """
+    settings = settings or get_settings()
+    registry = agent_registry(agents, settings.agents)
+    turns = TurnActivities(settings, registry)
+    return {agent_task_queue(settings.task_queue, name): [turns.run_turn] for name in registry}
+
+
+def agent_workers(
+    client: Client,
+    settings: Settings | None = None,
+    *,
+    agents: AgentsArgument | None = None,
+    **options: Any,
+) -> list[Worker]:
+    """One activity-only worker per agent served, on that agent's task queue
+    (``agent_activities``), with ``ActivityTelemetry`` and ``options`` as ``build_worker``;
+    run them beside a worker of your own that registers ``thread_workflows()`` and
+    ``thread_activities(...)`` on ``settings.task_queue``. Each takes up to
+    ``max_concurrent_activities`` turns (the option, or the SDK's default).
+
+    Raises:
+        TypeError, durable_agui.AgentsNotLoaded: as ``thread_activities``.
+    """
+    settings = settings or get_settings()
+    interceptors = [ActivityTelemetry(), *options.pop("interceptors", ())]
+    options.pop("workflow_runner", None)  # no workflows on these
+    options.pop("max_cached_workflows", None)
+    return [
+        Worker(
+            client,
+            task_queue=queue,
+            activities=activities,
+            interceptors=interceptors,
+            **options,
+        )
+        for queue, activities in agent_activities(settings, agents).items()
+    ]
+
+
+class ThreadWorkers:
+    """The workers of one process hosting threads, run and stopped together: ``main`` on
+    ``settings.task_queue`` (workflows and shared activities) and one per agent served
+    (``agent_workers``). Used as ``temporalio.worker.Worker`` is: ``await run()``,
+    ``async with``, ``shutdown()``, ``is_running``."""
+
+    def __init__(self, main: Worker, agents: list[Worker]) -> None:
+        self.main = main
+        self.agents = agents
+        self.workers = [main, *agents]
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def is_running(self) -> bool:
+        """Whether every worker polls."""
+        return all(worker.is_running for worker in self.workers)
+
+    async def run(self) -> None:
+        """Run every worker until one ends or this is cancelled; then stop the others.
+
+        Raises:
+            Exception: what the first worker to fail raised (``RuntimeError`` from Temporal:
+                the namespace or the connection refused).
+        """
+        self._tasks = [asyncio.create_task(worker.run()) for worker in self.workers]
+        try:
+            done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await self.shutdown()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        next(iter(done)).result()
+
+    async def shutdown(self) -> None:
+        """Stop every worker (each lets its activities finish within its graceful period)."""
+        await asyncio.gather(*(worker.shutdown() for worker in self._running()))
+
+    def _running(self) -> list[Worker]:
+        # A worker's shutdown waits for its run to end: only ask those that run.
+        if not self._tasks:
+            return [worker for worker in self.workers if worker.is_running]
+        return [w for w, task in zip(self.workers, self._tasks, strict=True) if not task.done()]
+
+    async def __aenter__(self) -> ThreadWorkers:
+        async with contextlib.AsyncExitStack() as stack:
+            for worker in self.workers:
+                await stack.enter_async_context(worker)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            await stack.__aexit__(exc_type, exc, traceback)
+
+
 def build_worker(
     client: Client,
     settings: Settings | None = None,
     *,
     agents: AgentsArgument | None = None,
     **options: Any,
-) -> Worker:
-    """A worker on ``settings.task_queue`` hosting threads: ``thread_workflows()`` and
-    ``thread_activities(settings, agents)``.
+) -> ThreadWorkers:
+    """The workers hosting threads: one on ``settings.task_queue`` with
+    ``thread_workflows()`` and ``thread_activities(settings, agents)``, and one per agent
+    served on its own task queue (``agent_workers``), run together (``ThreadWorkers``).
 
     ``client`` must use this package's data converter (``durable_agui.connect`` makes one);
-    ``options`` go to ``temporalio.worker.Worker`` (for example ``max_cached_workflows=0``;
-    ``interceptors`` are added after ``ActivityTelemetry``, which names each activity's thread
-    and run on its span and log lines;
+    ``options`` go to each ``temporalio.worker.Worker`` (for example
+    ``max_cached_workflows=0``; ``interceptors`` are added after ``ActivityTelemetry``, which
+    names each activity's thread and run on its span and log lines;
     ``durable-agui worker`` adds ``workflow_runner=UnsandboxedWorkflowRunner()``: the thread
     workflow does no I/O, and the sandbox costs about a third of a turn's latency).
     To host threads on a worker of your own instead, add ``thread_workflows()`` and
     ``thread_activities(...)`` to its ``workflows`` and ``activities``, on the task queue the
-    API sends threads to (``DURABLE_AGUI_TASK_QUEUE``).
+    API sends threads to (``DURABLE_AGUI_TASK_QUEUE``), and run ``agent_workers(...)``
+    beside it.
 
     Raises:
         TypeError: ``agents`` of another kind (see ``thread_activities``).
         durable_agui.AgentsNotLoaded: the configured agents cannot be loaded.
     """
     settings = settings or get_settings()
-    interceptors = [ActivityTelemetry(), *options.pop("interceptors", ())]
-    return Worker(
+    registry: AgentRegistry = agent_registry(agents, settings.agents)
+    main_options = dict(options)
+    interceptors = [ActivityTelemetry(), *main_options.pop("interceptors", ())]
+    main = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=thread_workflows(),
-        activities=thread_activities(settings, agents),
+        activities=thread_activities(settings, registry),
         interceptors=interceptors,
-        **options,
+        **main_options,
     )
+    return ThreadWorkers(main, agent_workers(client, settings, agents=registry, **options))
 
 
 async def run_worker(settings: Settings | None = None) -> None:

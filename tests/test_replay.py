@@ -29,7 +29,7 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 def test_every_core_scenario_has_a_history() -> None:
     names = {path.name.split(".")[0] for path in HISTORIES}
     assert names == {
-        "round_trip", "parallel_calls", "abandonment", "expiry", "interrupt", "continue_as_new",
+        "round_trip", "agent_queue", "parallel_calls", "abandonment", "expiry", "interrupt", "continue_as_new",
         "cancel", "cancel_during_reconcile", "first_count_fails", "shared_state", "double_text",
         "deletion", "early_answer", "webhooks", "idle_expiry", "regenerate",
         "metadata", "cancelled_turn_fails", "event_log", "log_away", "traced", "signalled",

@@ -1,8 +1,10 @@
 """The agents a process serves: the demo agent, or an author's own module named by import
 path (``DURABLE_AGUI_AGENTS=myapp.agents`` or ``myapp.agents:AGENTS``, ``--agents``).
 
-The worker and the API must load the same agents: the API answers 404 for a name it does
-not know, the worker fails a turn for an agent it does not know (``UnknownAgent``).
+The API loads every agent it answers for (404 for a name it does not know); a worker may serve
+some of them: an agent's turns run on its own task queue, which only workers serving it poll
+(``core/agent_queues.py``), and the API refuses a run no worker would take (503
+``NoWorkerForAgent``).
 """
 
 from __future__ import annotations

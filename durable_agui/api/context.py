@@ -13,6 +13,7 @@ from fastapi import Request
 from temporalio.client import Client
 
 from durable_agui.agents import AgentRegistry
+from durable_agui.api.agent_workers import AgentWorkers
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
 from durable_agui.telemetry import started_telemetry
@@ -26,6 +27,8 @@ class ApiContext:
     settings: Settings
     agents: AgentRegistry
     client: Client | None = None
+    agent_workers: AgentWorkers = field(default_factory=AgentWorkers, repr=False)
+    """Which agents a worker serves (``api/agent_workers.py``), asked before each run."""
     _connecting: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def temporal(self) -> Client:

@@ -15,7 +15,7 @@ from datetime import timedelta
 import uvicorn
 from temporalio.client import Client
 from temporalio.service import RetryConfig
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import UnsandboxedWorkflowRunner
 
 from durable_agui.agents import AgentRegistry, AgentsNotLoaded, load_agents
 from durable_agui.api.app import create_app
@@ -27,7 +27,7 @@ from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
 from durable_agui.sessions import session_store
 from durable_agui.telemetry import Telemetry, start_telemetry
-from durable_agui.worker import build_worker
+from durable_agui.worker import ThreadWorkers, build_worker
 
 TEMPORAL_CONNECT_TIMEOUT_S = 60.0
 """How long the worker and the API retry connecting to a Temporal server that is starting."""
@@ -189,7 +189,7 @@ async def _agents_and_store(
     return agents
 
 
-def _worker(client: Client, settings: Settings, agents: AgentRegistry) -> Worker:
+def _worker(client: Client, settings: Settings, agents: AgentRegistry) -> ThreadWorkers:
     return build_worker(
         client,
         settings,
@@ -231,7 +231,7 @@ def _api(
 class _Parts:
     """The running parts of a serving command, each a task named as the messages name it."""
 
-    def __init__(self, worker: Worker | None, api: _EmbeddedServer | None) -> None:
+    def __init__(self, worker: ThreadWorkers | None, api: _EmbeddedServer | None) -> None:
         self.worker = worker
         self.api = api
         self.tasks: dict[asyncio.Task[None], str] = {}
@@ -301,7 +301,10 @@ async def _until_serving(settings: Settings, parts: _Parts) -> None:
 
 
 def _serving_line(settings: Settings, parts: _Parts) -> str:
-    serving = [f"task queue {settings.task_queue!r}"] if parts.worker is not None else []
+    serving = []
+    if parts.worker is not None:
+        agents = ", ".join(repr(w.task_queue) for w in parts.worker.agents)
+        serving.append(f"task queue {settings.task_queue!r} (agents on {agents})")
     if parts.api is not None:
         serving.append(f"the API on http://{settings.api_host}:{settings.api_port}")
     if settings.metrics_address is not None:

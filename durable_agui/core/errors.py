@@ -123,6 +123,9 @@ class ErrorType(StrEnum):
     UPDATE_FAILED = "UpdateFailed"
     """The thread refused a request for a reason that is not one of its own types."""
     WORKER_UNAVAILABLE = "WorkerUnavailable"
+    NO_WORKER_FOR_AGENT = "NoWorkerForAgent"
+    """No worker serves the run's agent: none polls its task queue (503, before the
+    stream; ``api/agent_workers.py``)."""
     TEMPORAL_UNAVAILABLE = "TemporalUnavailable"
     SEARCH_ATTRIBUTES_MISSING = "SearchAttributesMissing"
     BAD_REQUEST = "BadRequest"

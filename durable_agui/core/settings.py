@@ -10,6 +10,8 @@ import httpx
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from durable_agui.core.agent_queues import task_queue_problem
+
 
 class Settings(BaseSettings):
     """Every setting the API, the worker and the CLI read.
@@ -27,6 +29,13 @@ class Settings(BaseSettings):
     """``host:port`` of the Temporal frontend."""
     temporal_namespace: str = "default"
     task_queue: str = "durable-agui"
+    """Where threads' workflows run. Each agent's turns run on ``<task_queue>.agent.<name>``,
+    polled only by workers that serve that agent (``core/agent_queues.py``); at most 929
+    characters, so every agent's queue is a valid Temporal name."""
+    worker_check_seconds: float = Field(default=5.0, ge=0)
+    """How long the API trusts its answer to "does a worker serve this agent?" (Temporal's
+    ``DescribeTaskQueue`` of the agent's queue) before it asks again; a run for an agent no
+    worker serves is refused with 503 ``NoWorkerForAgent``. ``0``: no check."""
     temporal_ui_url: str = "http://127.0.0.1:8233"
     """Base URL of the Temporal Web UI, used for links to a thread's workflow."""
 
@@ -60,7 +69,8 @@ class Settings(BaseSettings):
     agents: str | None = None
     """Import path of the agents to serve: ``module`` (its ``AGENTS``, else every
     ``durable_agui.AgentDefinition`` it defines) or ``module:attribute``; unset: the demo
-    agent. Workers and API processes must load the same agents."""
+    agent. The API must load every agent it answers for; a worker may serve some of them
+    (its agents' turns come to it alone: ``core/agent_queues.py``)."""
 
     model: str = "offline"
     """Model of agents that name none: ``offline``, ``bedrock:<model-id>``, ``anthropic:<model-id>``,
@@ -201,6 +211,14 @@ class Settings(BaseSettings):
     trace_content: bool = False
     """Let spans carry message contents (prompts, answers, tool arguments and results, as
     Strands records them). Off (the default): every content attribute is redacted."""
+
+    @field_validator("task_queue")
+    @classmethod
+    def _agent_queues_fit(cls, task_queue: str) -> str:
+        problem = task_queue_problem(task_queue)
+        if problem is not None:
+            raise ValueError(f"the task queue {problem}")
+        return task_queue
 
     @field_validator("log_level", mode="before")
     @classmethod

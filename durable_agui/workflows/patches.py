@@ -44,6 +44,10 @@ PATCH_COUNT_FAILURE = "a-failed-count-ends-the-run"
 """workflow.patched id: a first count that fails ends the run with RUN_ERROR; before it, the
 local activity's failure (which sdk-core hands over unwrapped, not as ``ActivityError``)
 failed the whole thread."""
+PATCH_AGENT_QUEUES = "turns-on-the-agents-task-queue"
+"""workflow.patched id: a turn runs on its agent's task queue (``core/agent_queues.py``),
+which only workers serving the agent poll; histories recorded before it scheduled every turn
+on the thread's own task queue. Newer than the event log: called with ``workflow.patched``."""
 
 SETTLED_PATCHES = frozenset(
     {

@@ -13,6 +13,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from durable_agui.core.agent_queues import agent_task_queue
     from durable_agui.core.contract import (
         HEARTBEAT_TIMEOUT,
         AppendInput,
@@ -25,7 +26,12 @@ with workflow.unsafe.imports_passed_through():
         TurnOutput,
         WebhookDelivery,
     )
-    from durable_agui.workflows.patches import PATCH_COUNT_FAILURE, PATCH_COUNT_LOCALLY, patched
+    from durable_agui.workflows.patches import (
+        PATCH_AGENT_QUEUES,
+        PATCH_COUNT_FAILURE,
+        PATCH_COUNT_LOCALLY,
+        patched,
+    )
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 RUN_TURN_RETRY = RetryPolicy(
@@ -162,12 +168,14 @@ async def deliver_webhook(delivery: WebhookDelivery, attempts: int) -> None:
 def start_turn(
     request: TurnInput, trace_id: str | None = None
 ) -> workflow.ActivityHandle[TurnOutput]:
-    """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point).
+    """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)
+    on the agent's task queue (``turn_task_queue``).
     ``trace_id``: the run's trace, named in the summary (find the run's spans by it)."""
     approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)
     return workflow.start_activity(
         "run_turn",
         request,
+        task_queue=turn_task_queue(request.agent),
         result_type=TurnOutput,
         start_to_close_timeout=RUN_TURN_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
@@ -178,6 +186,15 @@ def start_turn(
         + approved
         + (f", trace {trace_id}" if trace_id else ""),
     )
+
+
+def turn_task_queue(agent: str) -> str | None:
+    """The task queue of ``agent``'s turns: its own (``agent_task_queue`` of the thread's
+    queue), so only a worker serving it takes them; ``None`` (the thread's queue) in
+    histories recorded before ``PATCH_AGENT_QUEUES``."""
+    if not workflow.patched(PATCH_AGENT_QUEUES):
+        return None
+    return agent_task_queue(workflow.info().task_queue, agent)
 
 
 def _named(result: NativeToolResult, wire_ids: dict[str, str]) -> str:

@@ -1,5 +1,6 @@
 """One Temporal worker for the project's workflow and activity and for durable-agui's
-threads, on the task queue the API sends threads to (``DURABLE_AGUI_TASK_QUEUE``).
+threads, on the task queue the API sends threads to (``DURABLE_AGUI_TASK_QUEUE``), and one
+per agent on that agent's own task queue (its turns).
 
     python worker.py
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from durable_agui import Settings, connect, thread_activities, thread_workflows
+from durable_agui import Settings, agent_workers, connect, thread_activities, thread_workflows
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities import send_reminder
@@ -29,8 +30,9 @@ async def main() -> None:
         # costs about a third of a turn's latency. Keep it if your own workflows want it.
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
+    agents = agent_workers(client, settings, agents=AGENTS)
     print(f"worker: serving task queue {settings.task_queue!r}", flush=True)
-    await worker.run()
+    await asyncio.gather(worker.run(), *(agent.run() for agent in agents))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 from pydantic import SecretStr
@@ -57,7 +58,13 @@ from durable_agui.core.contract import (
     workflow_id_for,
 )
 from durable_agui.core.settings import Settings
-from durable_agui.worker import build_worker, thread_activities, thread_workflows
+from durable_agui.worker import (
+    ThreadWorkers,
+    agent_activities,
+    build_worker,
+    thread_activities,
+    thread_workflows,
+)
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.conftest import BIN
 from tests.support import (
@@ -92,6 +99,11 @@ async def round_trip(env: WorkflowEnvironment, settings: Settings, thread: str) 
     )
     (wire_id,) = await pending(env.client, thread, "r1")
     await answer(env.client, thread, "r2", ToolResult(tool_call_id=wire_id, content='{"ok":true}'))
+
+
+async def agent_queue(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """The round trip with each turn on the agent's task queue (``PATCH_AGENT_QUEUES``)."""
+    await round_trip(env, settings, thread)
 
 
 async def parallel_calls(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -510,6 +522,7 @@ SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
 
 SCENARIOS: dict[str, Scenario] = {
     "round_trip": round_trip,
+    "agent_queue": agent_queue,
     "parallel_calls": parallel_calls,
     "abandonment": abandonment,
     "expiry": expiry,
@@ -566,16 +579,24 @@ async def record(name: str, scenario: Scenario) -> None:
                     )
                     if a in type(slow).__dict__
                 }  # fmt: skip
-                activities = [
-                    getattr(slow, a.__name__) if a.__name__ in replaced else a
-                    for a in thread_activities(settings)
-                ]
-                worker = Worker(
+
+                def replace(activities: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
+                    return [
+                        getattr(slow, a.__name__) if a.__name__ in replaced else a
+                        for a in activities
+                    ]
+
+                main = Worker(
                     env.client,
                     task_queue=settings.task_queue,
                     workflows=thread_workflows(),
-                    activities=activities,
+                    activities=replace(thread_activities(settings)),
                 )
+                agents = [
+                    Worker(env.client, task_queue=queue, activities=replace(activities))
+                    for queue, activities in agent_activities(settings).items()
+                ]
+                worker = ThreadWorkers(main, agents)
             async with worker:
                 await scenario(env, settings, name)
                 histories = await chain_of_runs(env.client, workflow_id_for(name))

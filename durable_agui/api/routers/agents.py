@@ -14,6 +14,7 @@ from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.capabilities import agent_capabilities
 from durable_agui.api.deps import (
     AgentsDep,
+    ContextDep,
     SettingsDep,
     TemporalDep,
     observe_thread,
@@ -56,6 +57,7 @@ _ERRORS = error_responses(
         422: "Malformed RunAgentInput, threadId, runId, message id, tool, state (not a JSON "
         "object) or context entry.",
         **THREAD_ERRORS,
+        503: THREAD_ERRORS[503] + " NoWorkerForAgent: no worker serves this agent.",
     }
 )
 
@@ -178,6 +180,7 @@ async def run_agent(
     settings: SettingsDep,
     agents: AgentsDep,
     principal: PrincipalDep,
+    context: ContextDep,
 ) -> StreamingResponse:
     """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
 
@@ -212,6 +215,8 @@ async def run_agent(
     await check_thread_state(
         settings, session_id_for(thread_id, principal), definition.state, run_input.state
     )
+    # Before the thread takes the run: a turn no worker would take never starts.
+    await context.agent_workers.check(client, settings, agent)
     try:
         accepted = await submit_run(client, settings, thread_id, request)
     except ThreadRefused as refused:
