@@ -129,6 +129,24 @@ def text_of(events: list[dict[str, Any]]) -> str:
     return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
 
 
+def waiting_call_ids(events: list[dict[str, Any]]) -> list[str]:
+    """The frontend calls a run (or a connect) leaves waiting, by wire id in call order, as a
+    client at the server's defaults finds them: its ``TOOL_CALL_START``s with no
+    ``TOOL_CALL_RESULT`` in the same stream, when it ends with a success outcome (AG-UI 1.0:
+    a ``RUN_FINISHED`` without ``pendingToolCallIds`` leaves the client to derive them from
+    the stream; an ``interrupt`` outcome names its approvals itself)."""
+    finished = events[-1]
+    outcome = finished.get("outcome") or {"type": "success"}
+    if finished["type"] != "RUN_FINISHED" or outcome["type"] != "success":
+        return []
+    answered = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    return [
+        e["toolCallId"]
+        for e in events
+        if e["type"] == "TOOL_CALL_START" and e["toolCallId"] not in answered
+    ]
+
+
 def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
     return store.stored_messages(thread_id)

@@ -23,6 +23,7 @@ from tests.support import (
     store_snapshot,
     stream_run,
     text_of,
+    waiting_call_ids,
 )
 
 CALL = 'call confirm_booking {"flight":"XY123"}'
@@ -41,7 +42,7 @@ async def pending_thread(http: httpx.AsyncClient, thread: str) -> tuple[str, dic
         http, "demo", run_input(thread, f"{thread}-r1", [user], [CONFIRM_BOOKING])
     )
     assert status == 200, events
-    return events[-1]["outcome"]["pendingToolCallIds"][0], user
+    return waiting_call_ids(events)[0], user
 
 
 def tool_message(wire_id: str, content: str, message_id: str = "tm") -> dict[str, Any]:
@@ -241,7 +242,7 @@ async def test_event_stream_of_unknown_run_is_404_and_finished_runs_end_at_once(
     assert (await http.get("/threads/t-replay/runs/nosuchrun/events")).status_code == 404
     replay = parse_sse((await http.get("/threads/t-replay/runs/t-replay-r1/events")).text)
     check_stream(replay)
-    assert replay[-1]["outcome"]["pendingToolCallIds"] == [wire_id]
+    assert waiting_call_ids(replay) == [wire_id]
     frames = (await http.get("/threads/t-replay/runs/t-replay-r1/events")).text
     last_id = [line for line in frames.splitlines() if line.startswith("id: ")][-1][4:]
     # Reconnecting after the end, many times over: each ends at once, and leaves nothing

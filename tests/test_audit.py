@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agui.core.contract import PENDING_TOOL_CALLS, THREAD_STATUS
 from tests.stack import BIN, DevStack
-from tests.support import CONFIRM_BOOKING, post_run, run_input
+from tests.support import CONFIRM_BOOKING, post_run, run_input, waiting_call_ids
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ async def threads(running_stack: DevStack) -> AsyncIterator[dict[str, str]]:
             http, "demo",
             run_input("audit-approve", "r1", [{"id": "u1", "role": "user", "content": 'call cancel_booking {"booking":"B"}'}], []),
         )  # fmt: skip
-    yield {"audit-wait": waiting[-1]["outcome"]["pendingToolCallIds"][0]}
+    yield {"audit-wait": waiting_call_ids(waiting)[0]}
 
 
 def cli(stack: DevStack, *args: str) -> str:

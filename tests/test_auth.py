@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from durable_agui.cli.devserver import free_port
 from tests.stack import BIN, DevStack
-from tests.support import CONFIRM_BOOKING, parse_sse, run_input, text_of
+from tests.support import CONFIRM_BOOKING, parse_sse, run_input, text_of, waiting_call_ids
 
 KEYS = {"key-alice": "alice", "key-bob": "bob"}
 
@@ -54,7 +54,7 @@ async def test_threads_belong_to_their_creator(key_stack: DevStack) -> None:
         ).status_code == 401
         created = await http.post("/agents/demo", json=body, headers=as_user("key-alice"))
         events = parse_sse(created.text)
-        (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(events)
         alice, bob = as_user("key-alice"), as_user("key-bob")
         assert (await http.get("/threads/owned", headers=alice)).status_code == 200
         answer = {"results": [{"toolCallId": wire_id, "content": "yes"}]}

@@ -26,7 +26,13 @@ from durable_agui.core.contract import workflow_id_for
 from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.stack import Cluster
-from tests.support import CONFIRM_BOOKING, parse_sse, persisted_messages, run_input
+from tests.support import (
+    CONFIRM_BOOKING,
+    parse_sse,
+    persisted_messages,
+    run_input,
+    waiting_call_ids,
+)
 
 THREADS = 4
 DURATION_S = 45.0
@@ -150,9 +156,7 @@ async def test_random_kills_lose_no_thread_and_every_history_replays(cluster: Cl
                     response = await http.post("/agents/demo", json=body)
                     if response.status_code == 200:
                         events = parse_sse(response.text)
-                        if events[-1]["type"] == "RUN_FINISHED" and not events[-1]["outcome"].get(
-                            "pendingToolCallIds"
-                        ):
+                        if events[-1]["type"] == "RUN_FINISHED" and not waiting_call_ids(events):
                             answered = True
                             break
                 await asyncio.sleep(1)

@@ -14,7 +14,14 @@ import pytest
 from durable_agui.agents.demo import DEMO_AGENT
 from durable_agui.api.capabilities import agent_capabilities
 from tests.stack import DevStack
-from tests.support import CONFIRM_BOOKING, check_stream, parse_sse, post_run, run_input
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    parse_sse,
+    post_run,
+    run_input,
+    waiting_call_ids,
+)
 
 CALL = 'call confirm_booking {"flight":"XY123"}'
 
@@ -88,7 +95,7 @@ async def test_connect_to_a_waiting_thread_gives_the_card_back_and_the_answer_co
 ) -> None:
     user = {"id": "wait-u1", "role": "user", "content": CALL}
     _, first = await post_run(http, "demo", run_input("wait", "r1", [user], [CONFIRM_BOOKING]))
-    wire_id = first[-1]["outcome"]["pendingToolCallIds"][0]
+    wire_id = waiting_call_ids(first)[0]
 
     events = await connect(http, "wait")
 

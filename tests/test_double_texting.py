@@ -19,6 +19,7 @@ from tests.support import (
     run_input,
     stream_run,
     user,
+    waiting_call_ids,
 )
 
 SLOW = 'call lookup_flight {"flight":"D1","delay_seconds":3}'
@@ -173,7 +174,8 @@ async def test_an_answer_sent_while_a_backend_tool_of_its_batch_runs_is_taken_af
     first, (status, second), wire_id = await answer_while_the_tool_runs(http, "early-1")
     assert status == 200, second
     # The first run did not know of the answer yet; the second takes it and continues.
-    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [wire_id]}
+    assert first[-1]["outcome"] == {"type": "success"}
+    assert waiting_call_ids(first) == [wire_id]
     assert second[-1]["outcome"] == {"type": "success"}
     text = "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert text.startswith("lookup_flight -> success: ")
@@ -254,12 +256,12 @@ async def test_regenerate_closes_the_calls_it_replaces(
     _, r2 = await post_run(
         http, "demo", run_input(thread, "r2", [first, answer_of(r1), ask], [CONFIRM_BOOKING])
     )
-    (wire_id,) = r2[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(r2)
     status, r3 = await post_run(
         http, "demo", run_input(thread, "r3", [first, answer_of(r1), ask], [CONFIRM_BOOKING])
     )
     assert status == 200
-    (again,) = r3[-1]["outcome"]["pendingToolCallIds"]
+    (again,) = waiting_call_ids(r3)
     assert again != wire_id
     view = (await http.get(f"/threads/{thread}")).json()
     assert [c["toolCallId"] for c in view["pendingToolCalls"]] == [again]

@@ -30,6 +30,7 @@ from tests.support import (
     run_input,
     stream_run,
     text_of,
+    waiting_call_ids,
 )
 
 SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
@@ -254,7 +255,7 @@ async def test_a_turns_history_does_not_grow_with_its_answer(cluster: Cluster) -
         for thread, content in (("short", "yes"), ("long", words(600))):
             user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"f":1}'}
             _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
-            (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+            (wire_id,) = waiting_call_ids(r1)
             tool = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": content}
             status, r2 = await post_run(
                 http, "demo", run_input(thread, "r2", [user, tool], [CONFIRM_BOOKING])
@@ -283,7 +284,7 @@ async def test_threads_keep_their_event_path_when_the_setting_changes(cluster: C
         _, r1 = await post_run(
             http_at(http, url), "demo", run_input("on-log", "r1", [user], [CONFIRM_BOOKING])
         )
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         cluster.stop("api")
         cluster.stop("w")
         switched = {"DURABLE_AGUI_EVENT_LOG": "workflow"}

@@ -33,6 +33,7 @@ from tests.support import (
     stream_run,
     text_of,
     tool_uses,
+    waiting_call_ids,
 )
 
 SLOW_MODEL = {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "100"}
@@ -187,7 +188,7 @@ async def test_worker_restarted_while_waiting_and_a_no_cache_worker_resumes(
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"W1"}'}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         _, r1 = await post_run(http, "demo", run_input("f-wait", "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         cluster.kill("a")
         cluster.start_worker("b", {"DURABLE_AGUI_MAX_CACHED_WORKFLOWS": "0"})
         answer = await http.post(
@@ -206,7 +207,7 @@ async def test_dev_server_restarted_while_threads_wait(cluster: Cluster) -> None
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"S1"}'}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         _, r1 = await post_run(http, "demo", run_input("f-server", "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         cluster.server.stop()
         cluster.server.start()
         for _ in range(300):  # the worker and the API reconnect by themselves
@@ -298,7 +299,7 @@ async def test_two_workers_two_apis_200_threads_share_one_store(cluster: Cluster
                 clients[n % 2], "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING])
             )
             assert status == 200, r1
-            (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+            (wire_id,) = waiting_call_ids(r1)
             answer = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": f"ok {n}"}
             status, r2 = await post_run(
                 clients[(n + 1) % 2],
@@ -363,7 +364,7 @@ async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> N
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"R1"}'}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         answer = asyncio.create_task(
             http.post(
                 f"/threads/{thread}/tool-results",
@@ -435,7 +436,7 @@ async def test_reads_while_a_dead_workers_task_waits_leave_a_history_that_replay
                     http, "demo", run_input(thread, run_id, [user], confirm)
                 )
                 assert status == 200, events
-                (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+                (wire_id,) = waiting_call_ids(events)
                 return str(wire_id)
 
             def answer(run_id: str, wire_id: str) -> dict[str, Any]:
@@ -512,7 +513,7 @@ async def test_the_api_never_queries_a_thread(cluster: Cluster) -> None:
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"Q1"}'}
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         assert (await http.get(f"/threads/{thread}")).status_code == 200
         assert (await http.get(f"/threads/{thread}/messages")).status_code == 200
         frames = (await http.get(f"/threads/{thread}/runs/r1/events")).text
@@ -568,7 +569,7 @@ async def test_worker_and_api_killed_while_a_call_waits_then_a_reloaded_page_con
         _, r1 = await post_run(
             http, "demo", run_input("f-connect", "r1", [user], [CONFIRM_BOOKING])
         )
-    (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(r1)
     cluster.kill("a")
     cluster.kill("api1")
     cluster.start_worker("b")

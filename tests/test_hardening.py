@@ -34,6 +34,7 @@ from tests.support import (
     store_snapshot,
     text_of,
     user,
+    waiting_call_ids,
 )
 
 CALL = 'call confirm_booking {"flight":"XY123"}'
@@ -163,7 +164,7 @@ async def test_every_field_of_a_content_part_is_checked_in_runs_and_in_rest_answ
     _, events = await post_run(
         http, "demo", run_input(thread, "r1", [user("u1", CALL)], [CONFIRM_BOOKING])
     )
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     json_headers = {"content-type": "application/json"}
     body = json.dumps(run_input(thread, "r2", [{"id": "u2", "role": "user", "content": []}], []))
     raw = body.replace('"content": []', f'"content": [{part}]')
@@ -186,7 +187,7 @@ async def test_a_batch_holds_a_bounded_amount_of_answers(http: httpx.AsyncClient
     _, events = await post_run(
         http, "demo", run_input(thread, "r1", [user("u1", calls)], [CONFIRM_BOOKING])
     )
-    wire_ids = events[-1]["outcome"]["pendingToolCallIds"]
+    wire_ids = waiting_call_ids(events)
     assert len(wire_ids) == 3
     big = "y" * 250_000
     for wire_id in wire_ids[:2]:
@@ -212,7 +213,7 @@ async def test_a_last_event_id_past_the_end_is_refused_and_leaves_no_poll_behind
     _, events = await post_run(
         http, "demo", run_input(thread, "r1", [user("u1", CALL)], [CONFIRM_BOOKING])
     )
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     for _ in range(12):
         response = await http.get(
             f"/threads/{thread}/runs/r1/events", headers={"Last-Event-ID": "500"}

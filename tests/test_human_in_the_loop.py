@@ -32,6 +32,7 @@ from tests.support import (
     store_snapshot,
     text_of,
     tool_uses,
+    waiting_call_ids,
 )
 
 NOT_ANSWERED = "The client did not answer this tool call before the user sent a new message."
@@ -147,10 +148,6 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
     return collapsed
 
 
-def pending_ids(events: list[dict[str, Any]]) -> list[str]:
-    return list(events[-1]["outcome"].get("pendingToolCallIds") or [])
-
-
 CALL_TWO = 'call confirm_booking {"flight":"XY1"}\ncall choose_seat {"row":3}'
 
 
@@ -165,7 +162,7 @@ async def test_parallel_calls_wait_for_every_answer_then_reach_the_model_in_call
         "TOOL_CALL_END",
     ] * 2 + ["RUN_FINISHED"]
     first, second = (e["toolCallId"] for e in r1 if e["type"] == "TOOL_CALL_START")
-    assert pending_ids(r1) == [first, second]
+    assert waiting_call_ids(r1) == [first, second]
     after_r1 = thread.history(stack)
     assert [m["role"] for m in after_r1] == [
         "user",
@@ -175,7 +172,9 @@ async def test_parallel_calls_wait_for_every_answer_then_reach_the_model_in_call
 
     _, r2 = await thread.run(answers={second: "12A"})  # one answer: nothing runs yet
     assert kinds(r2) == ["RUN_STARTED", "RUN_FINISHED"]
-    assert pending_ids(r2) == [first]
+    # The run streams no call; the thread says which one still waits.
+    view = (await http.get("/threads/hitl-parallel")).json()
+    assert [c["toolCallId"] for c in view["pendingToolCalls"] if not c["answered"]] == [first]
     assert thread.history(stack) == after_r1
 
     _, r3 = await thread.run(answers={first: "yes"})
@@ -209,7 +208,7 @@ async def test_mixed_batch_runs_backend_calls_and_keeps_their_results(
     result = next(e for e in r1 if e["type"] == "TOOL_CALL_RESULT")
     assert result["toolCallId"] == lookup
     assert json.loads(result["content"]) == {"flight": "XY1", "status": "on time", "gate": "E27"}
-    assert pending_ids(r1) == [confirm]
+    assert waiting_call_ids(r1) == [confirm]
 
     _, r2 = await thread.run(answers={confirm: "confirmed"})
     assert text_of(r2) == (
@@ -246,7 +245,7 @@ async def test_every_content_form_is_an_answer_and_errors_keep_their_text(
     thread = Thread(http, "hitl-forms", [CONFIRM_BOOKING])
     lines = "\n".join(f'call confirm_booking {{"n": {n}}}' for n in range(len(forms)))
     _, r1 = await thread.run(lines)
-    wire_ids = pending_ids(r1)
+    wire_ids = waiting_call_ids(r1)
     assert len(wire_ids) == len(forms)
     _, r2 = await thread.run(answers={w: form[0] for w, form in zip(wire_ids, forms, strict=True)})
     assert text_of(r2) == "\n".join(
@@ -268,7 +267,7 @@ async def test_same_answer_again_is_acknowledged_without_a_model_call(
 ) -> None:
     thread = Thread(http, "hitl-retry", [CONFIRM_BOOKING])
     _, r1 = await thread.run('call confirm_booking {"flight":"XY1"}')
-    (wire_id,) = pending_ids(r1)
+    (wire_id,) = waiting_call_ids(r1)
     _, r2 = await thread.run(answers={wire_id: "yes"})
     assert text_of(r2) == "confirm_booking -> success: yes"
     before = store_snapshot(stack.store)
@@ -289,7 +288,7 @@ async def test_new_user_message_abandons_pending_calls_with_an_explicit_error(
 ) -> None:
     thread = Thread(http, "hitl-abandon", [CONFIRM_BOOKING])
     _, r1 = await thread.run('call confirm_booking {"flight":"XY1"}')
-    (wire_id,) = pending_ids(r1)
+    (wire_id,) = waiting_call_ids(r1)
     _, r2 = await thread.run("never mind, show me trains")
     assert kinds(r2) == [
         "RUN_STARTED", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "TEXT_MESSAGE_START",
@@ -489,7 +488,7 @@ async def test_unanswered_call_expires_at_its_deadline(dev_stack: DevStack) -> N
     async with httpx.AsyncClient(base_url=dev_stack.url, timeout=60) as http:
         thread = Thread(http, "hitl-expire", [CONFIRM_BOOKING])
         _, r1 = await thread.run('call confirm_booking {"flight":"XY1"}')
-        (wire_id,) = pending_ids(r1)
+        (wire_id,) = waiting_call_ids(r1)
         view = (await http.get("/threads/hitl-expire")).json()
         assert view["status"] == "awaiting_tool_results"
         for _ in range(200):

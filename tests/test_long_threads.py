@@ -17,6 +17,7 @@ from tests.support import (
     rolled_over,
     run_input,
     text_of,
+    waiting_call_ids,
 )
 
 
@@ -73,7 +74,7 @@ async def test_pending_call_and_its_answer_survive_a_rollover(stack: DevStack) -
         await post_run(http, "demo", run_input(thread, "r1", [one], []))
         two = {"id": "u2", "role": "user", "content": 'call confirm_booking {"flight":"L1"}'}
         _, r2 = await post_run(http, "demo", run_input(thread, "r2", [two], [CONFIRM_BOOKING]))
-        (wire_id,) = r2[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r2)
         # Two turns done: the thread rolls over while it waits.
         assert await rolled_over(stack, thread, 2) >= 2
         view = (await http.get(f"/threads/{thread}")).json()

@@ -39,6 +39,7 @@ from tests.support import (
     store_snapshot,
     text_of,
     tool_uses,
+    waiting_call_ids,
 )
 
 AGENTS_MODULE = '''\
@@ -250,7 +251,8 @@ async def test_mixed_batch_round_trip_through_a_real_provider(
     assert arguments(r1, confirm_wire) == confirm.arguments
     results = [e for e in r1 if e["type"] == "TOOL_CALL_RESULT"]
     assert [(e["toolCallId"], e["content"]) for e in results] == [(lookup_wire, LOOKUP_RESULT)]
-    assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [confirm_wire]}
+    assert r1[-1]["outcome"] == {"type": "success"}
+    assert waiting_call_ids(r1) == [confirm_wire]
     assert r1[-1]["usage"] == [USAGE]  # the provider's counts, from Strands' metrics
     assert len(server.requests) == 1  # not called again while the frontend call waits
     assert set(server.tool_names(server.requests[0])) == {"lookup_flight", "confirm_booking"}
@@ -313,7 +315,8 @@ async def test_a_tool_call_id_reused_in_one_message_gives_each_call_its_own_resu
     assert first != second
     assert arguments(r1, first) == {"flight": "XY123"}
     assert arguments(r1, second) == {"flight": "XY456"}
-    assert r1[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [first, second]}
+    assert r1[-1]["outcome"] == {"type": "success"}
+    assert waiting_call_ids(r1) == [first, second]
 
     r2_messages = transcript(user, r1, {first: APPROVED, second: DECLINED})
     status, r2 = await post_run(

@@ -22,7 +22,7 @@ from durable_agui.cli.devserver import free_port
 from durable_agui.telemetry import metrics, tracing
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.stack import BIN, STORES, Cluster, DevStack, store_env
-from tests.support import CONFIRM_BOOKING, post_run, run_input, user
+from tests.support import CONFIRM_BOOKING, post_run, run_input, user, waiting_call_ids
 
 ROOT = Path(__file__).parent.parent
 ASKED = 'call confirm_booking {"flight":"OBS-42"}'
@@ -93,7 +93,7 @@ async def round_trip(http: httpx.AsyncClient, thread: str) -> RoundTrip:
     asked = [user("u1", ASKED)]
     status, first = await post_run(http, "demo", run_input(thread, "r1", asked, [CONFIRM_BOOKING]))
     assert status == 200, first
-    (wire_id,) = first[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(first)
     answered = [
         *asked,
         {
@@ -434,7 +434,7 @@ async def test_an_unanswered_call_and_an_idle_thread_count_as_expired(
     async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
         body = run_input("expires", "r1", [user("u1", ASKED)], [CONFIRM_BOOKING])
         status, events = await post_run(http, "demo", body)
-        assert status == 200 and events[-1]["outcome"]["pendingToolCallIds"], events
+        assert status == 200 and waiting_call_ids(events), events
 
     samples = await until(
         url, lambda s: total(s, "durable_agui_threads_expired_total", agent="demo") >= 1

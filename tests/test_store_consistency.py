@@ -28,6 +28,7 @@ from tests.support import (
     run_input,
     store_snapshot,
     text_of,
+    waiting_call_ids,
 )
 
 
@@ -215,7 +216,7 @@ async def test_an_answer_written_into_a_damaged_session_ends_the_run_and_is_kept
     thread = f"answer-{how}"
     call = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"D1"}'}
     _, events = await post_run(http, "demo", run_input(thread, "r1", [call], [CONFIRM_BOOKING]))
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     path = message_file(stack, thread, 0)
     good = path.read_bytes()
     _damage(path, how)

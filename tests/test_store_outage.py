@@ -22,6 +22,7 @@ from tests.support import (
     post_run,
     run_input,
     text_of,
+    waiting_call_ids,
 )
 from tests.test_fuzz import assert_well_formed
 
@@ -58,7 +59,7 @@ async def test_an_answer_sent_while_the_store_is_down_is_written_when_it_is_back
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"O1"}'}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
 
         postgres.stop(keep_data=True)
         listed = await http.get(f"/threads/{thread}/messages")
@@ -95,7 +96,7 @@ async def test_a_run_waiting_for_the_store_can_be_cancelled_and_keeps_the_answer
     user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"O2"}'}
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
-        (wire_id,) = r1[-1]["outcome"]["pendingToolCallIds"]
+        (wire_id,) = waiting_call_ids(r1)
         postgres.stop(keep_data=True)
         accepted = await http.post(
             f"/threads/{thread}/tool-results",

@@ -21,6 +21,7 @@ from tests.support import (
     run_input,
     stream_run,
     user,
+    waiting_call_ids,
 )
 
 stack = store_stacks("delete")
@@ -110,7 +111,7 @@ async def test_a_thread_waiting_for_a_person_can_be_deleted(
     ask = user("u1", 'call confirm_booking {"flight":"DL3"}')
     status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
     assert status == 200
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     assert (await http.delete(f"/threads/{thread}")).status_code == 204
     await gone(http, stack, thread)
     answer = {"results": [{"toolCallId": wire_id, "content": "yes"}]}

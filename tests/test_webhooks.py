@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.stack import STORES, DevStack, started, store_env
-from tests.support import CONFIRM_BOOKING, parse_sse, post_run, run_input, user
+from tests.support import CONFIRM_BOOKING, parse_sse, post_run, run_input, user, waiting_call_ids
 from tests.webhook_receiver import Attempt, WebhookReceiver
 
 SECRET = "whsec-test-1"
@@ -78,7 +78,7 @@ async def test_deliveries_are_signed_retried_and_survive_a_restart(
     ask = user("u1", 'call confirm_booking {"flight":"WH1"}')
     status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
     assert status == 200
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     for _ in range(100):  # the first attempt failed: now everything restarts
         if receiver.attempts:
             break
@@ -144,7 +144,7 @@ async def test_a_waiting_body_names_the_owner_and_flags_arguments_left_out(
     ask = user("u1", 'call confirm_booking {"flight":"' + flight + '"}')
     status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
     assert status == 200
-    (wire_id,) = events[-1]["outcome"]["pendingToolCallIds"]
+    (wire_id,) = waiting_call_ids(events)
     delivered = await deliveries_of(receiver, thread, 2)
     waiting = next(
         json.loads(a.body)

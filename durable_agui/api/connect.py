@@ -10,7 +10,8 @@ its workflow but reads):
   right after its ``RUN_STARTED``, to its terminal event;
 - a thread waiting for a person: its open calls again (``TOOL_CALL_START/ARGS/END`` under
   their wire ids, not in the snapshot) and the ``RUN_FINISHED`` its last run ended with
-  (``pendingToolCallIds``, or the ``interrupt`` outcome), so the page gets its cards back;
+  (``success``, with ``pendingToolCallIds`` only when ``Settings.pending_tool_call_ids`` is
+  on, or the ``interrupt`` outcome), so the page gets its cards back;
 - an idle thread (or none yet): just the snapshots and ``RUN_FINISHED``.
 """
 

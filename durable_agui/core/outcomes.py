@@ -4,7 +4,9 @@ Source of the rule: AG-UI 1.0 "Interrupts": an approval still waiting ends the r
 outcome ``interrupt`` (every waiting approval, with its expiry); otherwise the outcome is
 ``success``, naming the frontend calls still waiting in ``pendingToolCallIds``. The thread
 workflow (``workflows.outcomes.finished_event``) and the connect stream
-(``api.connect.waiting_outcome``) both end runs with it.
+(``api.connect.waiting_outcome``) both end runs with it; the API leaves the list out
+(``without_pending_ids``) unless ``Settings.pending_tool_call_ids`` is on, as AG-UI 1.0
+lets it: an absent list means the client derives the waiting calls from the stream.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ def run_outcome(
 
 
 def without_pending_ids(event: BaseEvent) -> BaseEvent:
-    """``event`` as a client on the TypeScript ``@ag-ui/core`` 0.0.x reads it: a
-    ``RUN_FINISHED`` success outcome without ``pendingToolCallIds``, which that schema's
-    closed success outcome refuses (``Settings.pending_tool_call_ids`` false). Every other
-    event as it is; the calls stay pending in the thread either way."""
+    """``event`` as the API sends it by default (``Settings.pending_tool_call_ids`` false): a
+    ``RUN_FINISHED`` success outcome without ``pendingToolCallIds``, which AG-UI 1.0 allows
+    and which the TypeScript ``@ag-ui/core`` 0.0.x's closed success outcome requires. Every
+    other event as it is; the calls stay pending in the thread either way."""
     outcome = getattr(event, "outcome", None)
     if not isinstance(event, RunFinishedEvent) or not isinstance(
         outcome, RunFinishedSuccessOutcome

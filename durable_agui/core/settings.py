@@ -193,11 +193,15 @@ class Settings(BaseSettings):
     """Attempts per delivery, 1 s apart then doubling (at most 60 s): 6 take about 30 s.
     A delivery that fails them all is recorded on the thread (``webhookFailures``)."""
 
-    pending_tool_call_ids: bool = True
+    pending_tool_call_ids: bool = False
     """``RUN_FINISHED``'s success outcome names the frontend calls still waiting
-    (``pendingToolCallIds``, AG-UI 1.0). Set false for clients on the TypeScript
-    ``@ag-ui/core`` 0.0.x (CopilotKit 1.61, the AG-UI Dojo): their success outcome is a
-    closed object, so the key fails the whole run there and its frontend tools never run."""
+    (``pendingToolCallIds``). False (the default): the key is left out, which AG-UI 1.0
+    allows (an absent list means the client derives the waiting calls from the stream: the
+    run's frontend ``TOOL_CALL_START``s with no ``TOOL_CALL_RESULT``) and which every client
+    reads; the calls stay pending in the thread either way. Set true for AG-UI 1.0 clients
+    that read the list; clients on the TypeScript ``@ag-ui/core`` 0.0.x (the CopilotKit
+    runtime 1.61, the AG-UI Dojo) fail the whole run on it, as their success outcome is a
+    closed object."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Records below this level are not written (serving commands)."""

@@ -48,12 +48,22 @@ function say(agent, text) {
   agent.addMessage({ id: randomUUID(), role: "user", content: text });
 }
 
+// The frontend calls a run leaves waiting, as a client at the server's defaults finds them
+// (AG-UI 1.0: a RUN_FINISHED without pendingToolCallIds leaves it to the client, from the
+// stream): the run's TOOL_CALL_STARTs of the app's tools with no TOOL_CALL_RESULT.
+function waitingCalls(events) {
+  const answered = new Set(events.filter((e) => e.type === "TOOL_CALL_RESULT").map((e) => e.toolCallId));
+  return events
+    .filter((e) => e.type === "TOOL_CALL_START" && e.toolCallName in FRONTEND && !answered.has(e.toolCallId))
+    .map((e) => e.toolCallId);
+}
+
 async function run(agent, parameters = {}) {
   const events = [];
   await agent.runAgent(parameters, { onEvent: ({ event }) => events.push(event) });
   const finished = events.at(-1);
   assert.equal(finished.type, "RUN_FINISHED");
-  return { events, outcome: finished.outcome ?? { type: "success" } };
+  return { events, outcome: finished.outcome ?? { type: "success" }, pending: waitingCalls(events) };
 }
 
 function lastAssistantText(agent) {
@@ -97,7 +107,8 @@ test("the frontend-tool round trip, the tool executed by the app", async () => {
   const agent = newAgent("trip");
   say(agent, 'call confirm_booking {"flight":"JS1"}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING] });
-  const pending = first.outcome.pendingToolCallIds;
+  assert.deepEqual(first.outcome, { type: "success" }); // the server's default names no calls
+  const pending = first.pending;
   assert.equal(pending.length, 1);
   await answerPendingCalls(agent, pending);
   assert.equal(lastAssistantText(agent), 'confirm_booking -> success: {"approved":true,"flight":"JS1"}');
@@ -109,8 +120,8 @@ test("two parallel frontend calls", async () => {
   const agent = newAgent("parallel");
   say(agent, 'call confirm_booking {"flight":"P1"}\ncall choose_seat {"row":7}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING, CHOOSE_SEAT] });
-  assert.equal(first.outcome.pendingToolCallIds.length, 2);
-  await answerPendingCalls(agent, first.outcome.pendingToolCallIds);
+  assert.equal(first.pending.length, 2);
+  await answerPendingCalls(agent, first.pending);
   assert.equal(
     lastAssistantText(agent),
     'confirm_booking -> success: {"approved":true,"flight":"P1"}\nchoose_seat -> success: {"seat":"7C"}',
@@ -122,7 +133,7 @@ test("a denial reaches the model as sent", async () => {
   const agent = newAgent("deny");
   say(agent, 'call confirm_booking {"flight":"D1"}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING] });
-  await answerPendingCalls(agent, first.outcome.pendingToolCallIds, () => '{"approved": false}');
+  await answerPendingCalls(agent, first.pending, () => '{"approved": false}');
   assert.equal(lastAssistantText(agent), 'confirm_booking -> success: {"approved": false}');
 });
 
@@ -130,7 +141,7 @@ test("an error result keeps its text", async () => {
   const agent = newAgent("error");
   say(agent, 'call confirm_booking {"flight":"E1"}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING] });
-  await answerPendingCalls(agent, first.outcome.pendingToolCallIds, () => ({ content: "", error: "card declined" }));
+  await answerPendingCalls(agent, first.pending, () => ({ content: "", error: "card declined" }));
   assert.equal(lastAssistantText(agent), "confirm_booking -> error: card declined");
   const tool = (await serverMessages(agent)).find((m) => m.role === "tool");
   assert.equal(tool.error, "card declined");
@@ -167,7 +178,7 @@ test("a batch mixing a backend and a frontend call continues with the client's t
   const agent = newAgent("mixed");
   say(agent, 'call lookup_flight {"flight":"XY9"}\ncall confirm_booking {"flight":"XY9"}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING] });
-  const pending = first.outcome.pendingToolCallIds;
+  const pending = first.pending;
   assert.equal(pending.length, 1);
   assert.equal(agent.messages.filter((m) => m.role === "tool").length, 1); // the backend result
   await answerPendingCalls(agent, pending);
@@ -180,13 +191,15 @@ test("a reloaded page connects, gets its history and pending card back, and answ
   const agent = newAgent("reload");
   say(agent, 'call confirm_booking {"flight":"R1"}');
   const first = await run(agent, { tools: [CONFIRM_BOOKING] });
-  const pending = first.outcome.pendingToolCallIds;
+  const pending = first.pending;
+  assert.equal(pending.length, 1);
 
-  // The page reloads: a new agent object on the same thread, with no messages.
+  // The page reloads: a new agent object on the same thread, with no messages; connect
+  // streams the open call again.
   const reloaded = new DurableAgent({ url: `${BASE}/agents/demo`, threadId: agent.threadId });
-  let finished;
-  await reloaded.connectAgent({}, { onRunFinishedEvent: (params) => { finished = params; } });
-  assert.deepEqual(finished.pendingToolCallIds, pending);
+  const connected = [];
+  await reloaded.connectAgent({}, { onEvent: ({ event }) => connected.push(event) });
+  assert.deepEqual(waitingCalls(connected), pending);
   assert.deepEqual(reloaded.messages.map((m) => m.role), ["user", "assistant"]);
   assert.deepEqual(toolCallIds(reloaded.messages), pending);
   assert.deepEqual(JSON.parse(reloaded.messages[1].toolCalls[0].function.arguments), { flight: "R1" });

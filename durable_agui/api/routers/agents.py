@@ -128,7 +128,7 @@ async def connect_agent(
     tool call ids are wire ids) and ``STATE_SNAPSHOT``. Then: the run in progress, joined
     from its start; or, when the thread waits for a person, its open calls
     (``TOOL_CALL_START/ARGS/END``) and the ``RUN_FINISHED`` its last run ended with
-    (``pendingToolCallIds`` or the ``interrupt`` outcome); or, idle, ``RUN_FINISHED``. Only
+    (``success``, or the ``interrupt`` outcome); or, idle, ``RUN_FINISHED``. Only
     ``threadId`` and ``runId`` (the short run's id) are read; nothing is stored, and a
     thread that does not exist yet is an empty one.
     """
@@ -185,9 +185,10 @@ async def run_agent(
     """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
 
     The stream starts with ``RUN_STARTED`` and ends with exactly one ``RUN_FINISHED`` or
-    ``RUN_ERROR``. A run that leaves frontend calls open finishes with
-    ``outcome: {type: "success", pendingToolCallIds: [...]}``; the answers come back as
-    ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
+    ``RUN_ERROR``. A run that leaves frontend calls open streams them with no
+    ``TOOL_CALL_RESULT`` and finishes with ``outcome: {type: "success"}`` (naming them in
+    ``pendingToolCallIds`` only with ``DURABLE_AGUI_PENDING_TOOL_CALL_IDS=true``); the
+    answers come back as ``role:"tool"`` messages in a later run. A run sent while another run of the thread is in
     progress follows its ``forwardedProps.multitaskStrategy`` (else the agent's): queued
     behind it (``enqueue``, its stream starts when the earlier run ends), refused with 409
     ``RunInProgress`` (``reject``), or it stops that run at its next safe point and goes
