@@ -15,7 +15,15 @@ import httpx
 import pytest
 
 from tests.stack import DevStack
-from tests.support import CONFIRM_BOOKING, persisted_messages, post_run, run_input, tool_uses, user
+from tests.support import (
+    CONFIRM_BOOKING,
+    persisted_messages,
+    post_run,
+    run_input,
+    tool_uses,
+    user,
+    waiting_call_ids,
+)
 
 TRAVEL = """
 import json
@@ -220,7 +228,7 @@ async def test_a_frontend_answer_reaches_the_hook_when_the_next_turn_reads_it(
             http, "travel", run_input(thread, "r1", [ask], [CONFIRM_BOOKING])
         )
         assert status == 200, r1
-        assert r1[-1]["outcome"]["pendingToolCallIds"]
+        assert waiting_call_ids(r1)
         assert seen_for(travel_stack, thread) == []  # the client has the call
         assistant = called(r1)
         wire_id = assistant["toolCalls"][0]["id"]

@@ -243,8 +243,8 @@ async def test_the_clients_transcript_with_inner_calls_continues_the_thread(
     ask = user("u1", f'{RESEARCH}\ncall confirm_booking {{"flight":"XY1"}}')
     status, r1 = await post_run(http, "streams", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
     assert status == 200
-    (waiting,) = r1[-1]["outcome"]["pendingToolCallIds"]
     starts = [e for e in r1 if e["type"] == "TOOL_CALL_START"]
+    (waiting,) = [e["toolCallId"] for e in starts if e["toolCallName"] == "confirm_booking"]
     assert len({e["parentMessageId"] for e in starts}) == 1
     results = [e for e in r1 if e["type"] == "TOOL_CALL_RESULT"]
     assistant = {
