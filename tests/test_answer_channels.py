@@ -256,10 +256,13 @@ async def test_a_signal_sent_while_its_call_is_still_streaming_is_held_and_appli
     assert view["refusedSignals"] == []
 
 
-async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_applied(
-    http: httpx.AsyncClient,
-) -> None:
-    body = run_input("rest-early", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
+async def answer_by_rest_while_streaming(
+    http: httpx.AsyncClient, thread: str, body: dict[str, Any], answer_id: str | None = None
+) -> httpx.Response:
+    """Run r1 (a 4 s backend tool beside a frontend call); as soon as the frontend call has
+    streamed, POST ``body`` to the thread's tool-results with its result for that call (or
+    for ``answer_id``). Returns the POST's response."""
+    run = run_input(thread, "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
     answered: list[asyncio.Task[httpx.Response]] = []
 
     async def answer(events: list[dict[str, Any]]) -> None:
@@ -268,15 +271,22 @@ async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_
         }
         for end in (e for e in events if e["type"] == "TOOL_CALL_END"):
             if starts.get(end["toolCallId"]) == "confirm_booking" and not answered:
-                results = {"results": [{"toolCallId": end["toolCallId"], "content": "rest yes"}]}
-                answered.append(
-                    asyncio.create_task(http.post("/threads/rest-early/tool-results", json=results))
-                )
+                result = {**body["results"][0], "toolCallId": answer_id or end["toolCallId"]}
+                sent = {**body, "results": [result]}
+                post = http.post(f"/threads/{thread}/tool-results", json=sent)
+                answered.append(asyncio.create_task(post))
                 await asyncio.sleep(0)
 
-    _events, _ = await stream_run(http, "/agents/demo", answer, json=body)
+    await stream_run(http, "/agents/demo", answer, json=run)
     assert answered, "the frontend call never streamed"
-    response = await answered[0]
+    return await answered[0]
+
+
+async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_applied(
+    http: httpx.AsyncClient,
+) -> None:
+    body = {"results": [{"content": "rest yes"}]}
+    response = await answer_by_rest_while_streaming(http, "rest-early", body)
     assert response.status_code == 200, response.text
     reply = response.json()
     assert reply["held"] and reply["accepted"] == []
@@ -294,19 +304,8 @@ async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_
 async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
     http: httpx.AsyncClient,
 ) -> None:
-    body = run_input("rest-early-2", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
-    answered: list[asyncio.Task[httpx.Response]] = []
-
-    async def answer(events: list[dict[str, Any]]) -> None:
-        if not answered and any(e["type"] == "TOOL_CALL_END" for e in events):
-            results = {"results": [{"toolCallId": "call_nope", "content": "no"}]}
-            answered.append(
-                asyncio.create_task(http.post("/threads/rest-early-2/tool-results", json=results))
-            )
-            await asyncio.sleep(0)
-
-    await stream_run(http, "/agents/demo", answer, json=body)
-    response = await answered[0]
+    body = {"results": [{"content": "no"}]}
+    response = await answer_by_rest_while_streaming(http, "rest-early-2", body, "call_nope")
     assert response.status_code == 409
     assert response.json()["detail"]["type"] == "UnknownToolCall"
 
@@ -314,28 +313,8 @@ async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
 async def test_a_rest_answer_held_for_a_busy_thread_follows_its_double_texting_strategy(
     http: httpx.AsyncClient,
 ) -> None:
-    body = run_input("rest-early-3", "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
-    answered: list[asyncio.Task[httpx.Response]] = []
-
-    async def answer(events: list[dict[str, Any]]) -> None:
-        starts = {
-            e["toolCallId"]: e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"
-        }
-        for end in (e for e in events if e["type"] == "TOOL_CALL_END"):
-            if starts.get(end["toolCallId"]) == "confirm_booking" and not answered:
-                results = {
-                    "results": [{"toolCallId": end["toolCallId"], "content": "yes"}],
-                    "multitaskStrategy": "reject",
-                }
-                answered.append(
-                    asyncio.create_task(
-                        http.post("/threads/rest-early-3/tool-results", json=results)
-                    )
-                )
-                await asyncio.sleep(0)
-
-    await stream_run(http, "/agents/demo", answer, json=body)
-    response = await answered[0]
+    body = {"results": [{"content": "yes"}], "multitaskStrategy": "reject"}
+    response = await answer_by_rest_while_streaming(http, "rest-early-3", body)
     assert response.status_code == 409, response.text
     assert response.json()["detail"]["type"] == "RunInProgress"
     # Nothing was taken: the call waits for its answer.
