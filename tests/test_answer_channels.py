@@ -148,19 +148,16 @@ class ApprovalProcess:
     workflow handle (the thread's workflow id and the decision are its input)."""
 
     @workflow.run
-    async def run(self, thread_workflow_id: str, decision: dict[str, Any]) -> None:
+    async def run(self, thread_workflow_id: str, signal: str, decision: dict[str, Any]) -> None:
         await workflow.sleep(timedelta(milliseconds=10))  # the decision takes its time
         thread = workflow.get_external_workflow_handle(thread_workflow_id)
-        await thread.signal("approval_decisions", decision)
+        await thread.signal(signal, decision)
 
 
-async def test_another_workflow_answers_an_approval_through_an_external_handle(
-    stack: DevStack, http: httpx.AsyncClient
-) -> None:
-    interrupt_id = await waiting_approval(http, "sig-3")
+async def run_approval_process(stack: DevStack, thread: str, signal: str, decision: Any) -> None:
+    """``ApprovalProcess`` on a worker of the test's own, on the stack's Temporal server."""
     client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
     queue = f"approvals-{uuid.uuid4().hex[:8]}"
-    decision = {"resume": [{"interruptId": interrupt_id, "status": "cancelled"}]}
     async with Worker(
         client,
         task_queue=queue,
@@ -169,15 +166,34 @@ async def test_another_workflow_answers_an_approval_through_an_external_handle(
     ):
         await client.execute_workflow(
             ApprovalProcess.run,
-            args=[workflow_id_for("sig-3"), decision],
+            args=[workflow_id_for(thread), signal, decision],
             id=f"approval-{uuid.uuid4().hex[:8]}",
             task_queue=queue,
         )
+
+
+async def test_another_workflow_answers_an_approval_through_an_external_handle(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    interrupt_id = await waiting_approval(http, "sig-3")
+    decision = {"resume": [{"interruptId": interrupt_id, "status": "cancelled"}]}
+    await run_approval_process(stack, "sig-3", "approval_decisions", decision)
     view = await finished_runs(http, "sig-3", 2)
     messages = (await http.get("/threads/sig-3/messages")).json()["messages"]
     declined = [m for m in messages if m["role"] == "tool"]
     assert declined and "declined" in json.dumps(declined[-1])
     assert view["interrupts"] == [] and view["refusedSignals"] == []
+
+
+async def test_another_workflow_sends_a_frontend_result_through_an_external_handle(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    wire_id = await waiting_call(http, "sig-4")
+    result = {"results": [{"toolCallId": wire_id, "content": "approved by the process"}]}
+    await run_approval_process(stack, "sig-4", "tool_results", result)
+    view = await finished_runs(http, "sig-4", 2)
+    text = await run_text(http, "sig-4", view["recentRuns"][-1]["runId"])
+    assert text.endswith("confirm_booking -> success: approved by the process")
 
 
 @pytest.mark.parametrize(
