@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -172,12 +175,23 @@ async def run_approval_process(stack: DevStack, thread: str, signal: str, decisi
         )
 
 
-async def test_another_workflow_answers_an_approval_through_an_external_handle(
+async def test_the_docs_approval_process_declines_an_approval_through_an_external_handle(
     stack: DevStack, http: httpx.AsyncClient
 ) -> None:
+    """``examples/approval_process``, run as its docs page says (a worker of its own, the
+    workflow started and awaited), answers the thread's approval."""
     interrupt_id = await waiting_approval(http, "sig-3")
-    decision = {"resume": [{"interruptId": interrupt_id, "status": "cancelled"}]}
-    await run_approval_process(stack, "sig-3", "approval_decisions", decision)
+    example = Path(__file__).parent.parent / "examples" / "approval_process" / "approval_process.py"
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(example), "sig-3", interrupt_id, "decline"],
+        env={**os.environ, "TEMPORAL_ADDRESS": stack.temporal_address},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
     view = await finished_runs(http, "sig-3", 2)
     messages = (await http.get("/threads/sig-3/messages")).json()["messages"]
     declined = [m for m in messages if m["role"] == "tool"]

@@ -196,7 +196,10 @@ class CancelOut(CamelModel):
 class ToolResultsOut(CamelModel):
     accepted: list[str] = Field(description="Wire / interrupt ids whose answers were stored now.")
     acknowledged: list[str] = Field(description="Ids whose identical answers were held already.")
-    still_pending: list[str]
+    still_pending: list[str] = Field(
+        description="Ids of the batch that still wait for an answer (empty while answers are "
+        "held: the thread does not know their calls yet)."
+    )
     held: list[str] = Field(
         default_factory=list,
         description="Wire ids answered early (their call's turn still runs): judged when it "

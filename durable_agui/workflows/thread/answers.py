@@ -39,7 +39,6 @@ from durable_agui.core.contract import (
     RunRequest,
     ToolResult,
 )
-from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.verdicts import Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
@@ -83,10 +82,11 @@ def continuation(agent: str, run_id: str, trace_parent: str | None) -> RunReques
 
 
 def answer_ids(body: AnswersBody | None) -> list[str]:
+    """The first ten answer ids of ``body`` (each bounded by ``AnswersBody``), as sent."""
     if body is None:
         return []
     ids = [r.tool_call_id for r in body.results] + [r.interrupt_id for r in body.resume]
-    return [shown(i) for i in ids[:10]]
+    return ids[:10]
 
 
 def refusal(

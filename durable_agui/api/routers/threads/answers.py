@@ -78,7 +78,7 @@ async def post_tool_results(
             accepted=[],
             acknowledged=run.acknowledged_tool_call_ids,
             held=held,
-            still_pending=held,
+            still_pending=[],  # the thread does not know the held calls yet
             run_id=run.run_id,
             events_url=events_path.format(run.run_id),
         )
