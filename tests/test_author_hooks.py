@@ -88,7 +88,30 @@ class FailOnce(HookProvider):
             raise RuntimeError("this attempt fails")
 
 
+class Brittle(HookProvider):
+    # Raises around book_flight for the flights named RAISE-BEFORE and RAISE-AFTER.
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: object) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.before)
+        registry.add_callback(AfterToolCallEvent, self.after)
+
+    def before(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["input"].get("flight") == "RAISE-BEFORE":
+            raise RuntimeError("the guardrail broke")
+
+    def after(self, event: AfterToolCallEvent) -> None:
+        if event.tool_use["input"].get("flight") == "RAISE-AFTER":
+            raise RuntimeError("the audit broke")
+
+
 AGENTS = [
+    AgentDefinition(
+        name="brittle",
+        model="offline",
+        tools=[search_flights, book_flight],
+        approvals={"book_flight": ApprovalRule(message="Book this flight?")},
+        hooks=[Brittle()],
+    ),
     AgentDefinition(
         name="flaky",
         model="offline",
@@ -292,3 +315,33 @@ async def test_a_declined_booking_reaches_the_hook_as_the_refusal_it_is(
         {"text": "The person declined this action; it was not run."}
     ]
     assert "XY400" not in booked(travel_stack)
+
+
+@pytest.mark.parametrize(
+    ("flight", "stored", "booked_now"),
+    [
+        (
+            "RAISE-BEFORE",
+            "A hook failed before this tool call (RuntimeError: the guardrail broke)",
+            False,
+        ),
+        ("RAISE-AFTER", "booked RAISE-AFTER", True),
+    ],
+    ids=["before", "after"],
+)
+async def test_a_hook_that_raises_on_an_approved_call_leaves_the_thread_answering(
+    travel_stack: DevStack, flight: str, stored: str, booked_now: bool
+) -> None:
+    thread = f"hooks-brittle-{flight.lower()}"
+    r2 = await approve_booking(travel_stack, thread, flight, agent="brittle")
+
+    (result,) = [e for e in r2 if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"].startswith(stored)
+    assert (flight in booked(travel_stack)) is booked_now
+    # The call is closed for good: the next run is an ordinary turn, and it finishes.
+    async with httpx.AsyncClient(base_url=travel_stack.url, timeout=60) as http:
+        status, r3 = await post_run(
+            http, "brittle", run_input(thread, "r3", [user("u3", "thanks")], [])
+        )
+    assert status == 200 and r3[-1]["type"] == "RUN_FINISHED", r3
+    assert not any(e["type"] == "TOOL_CALL_RESULT" for e in r3)

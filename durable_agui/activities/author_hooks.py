@@ -15,6 +15,12 @@ approval calls (``HandOverTool``) included, whose result is the placeholder. So:
   that reads it (``tell_arrived_results``), with ``selected_tool=None`` (no tool ran here)
   and no ``BeforeToolCallEvent`` (it cannot be stopped: it has happened). Such an event is
   read only: a change of its ``result`` is not stored.
+
+A hook that raises on such a call does not fail the turn: the thread would run the call (or
+tell the result) again at every turn, and stop answering (ours: "never a thread that stops
+answering"). Raised before an approved call, the call is not run and its result is the error
+``HOOK_FAILED``; raised after it, the tool's result stands; raised on a result that arrived,
+nothing changes. Each is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import logging
 import time
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -34,9 +41,13 @@ from strands.types.tools import AgentTool, ToolResult, ToolUse
 from durable_agui.activities.turn_parts import HandOverTool, run_tool
 from durable_agui.translation import is_placeholder
 
+logger = logging.getLogger(__name__)
+
 HOOK_DECLINED = "A hook cancelled this tool call; it was not run."
 """The error result of an approved call that a ``BeforeToolCallEvent`` hook cancelled (or
 interrupted: Strands' interrupts are not how this thread asks a person)."""
+HOOK_FAILED = "A hook failed before this tool call ({failed}); it was not run."
+"""The error result of an approved call whose ``BeforeToolCallEvent`` hook raised."""
 
 
 def hides(event: Any) -> bool:
@@ -107,50 +118,68 @@ async def run_with_hooks(
     """Run an approved call as Strands' executor runs a tool: ``BeforeToolCallEvent`` (a
     hook may swap the tool, change the input or cancel), the tool, ``AfterToolCallEvent``
     with its result (a hook may rewrite it, or ask for another try). Returns the result
-    the hooks leave, which is what is stored."""
+    the hooks leave, which is what is stored (a hook that raises: see the module)."""
     while True:
-        before, interrupts = await agent.hooks.invoke_callbacks_async(
-            BeforeToolCallEvent(
-                agent=agent, selected_tool=tool, tool_use=tool_use, invocation_state=state
+        try:
+            before, interrupts = await agent.hooks.invoke_callbacks_async(
+                BeforeToolCallEvent(
+                    agent=agent, selected_tool=tool, tool_use=tool_use, invocation_state=state
+                )
             )
-        )
+        except Exception as failed:
+            logger.warning("a hook failed before approved call %s", tool_use["name"], exc_info=True)
+            return _error_result(tool_use, HOOK_FAILED.format(failed=_named(failed)))
         if interrupts or before.cancel_tool or before.selected_tool is None:
             return await _cancelled(agent, before)
         started = time.monotonic()
         result = await run_tool(before.selected_tool, before.tool_use, state)
-        after, _ = await agent.hooks.invoke_callbacks_async(
-            AfterToolCallEvent(
-                agent=agent,
-                selected_tool=before.selected_tool,
-                tool_use=before.tool_use,
-                invocation_state=state,
-                result=result,
-                duration=time.monotonic() - started,
+        try:
+            after, _ = await agent.hooks.invoke_callbacks_async(
+                AfterToolCallEvent(
+                    agent=agent,
+                    selected_tool=before.selected_tool,
+                    tool_use=before.tool_use,
+                    invocation_state=state,
+                    result=result,
+                    duration=time.monotonic() - started,
+                )
             )
-        )
+        except Exception:
+            logger.warning("a hook failed after approved call %s", tool_use["name"], exc_info=True)
+            return result
         if not after.retry:
             return after.result
+
+
+def _named(failed: BaseException) -> str:
+    return f"{type(failed).__name__}: {failed}"[:300]
+
+
+def _error_result(tool_use: ToolUse, text: str) -> ToolResult:
+    return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": text}]}
 
 
 async def _cancelled(agent: Agent, before: BeforeToolCallEvent) -> ToolResult:
     """The error result of a call a hook cancelled, told to ``AfterToolCallEvent`` as
     Strands tells it (``selected_tool=None``, ``cancel_message``)."""
     message = before.cancel_tool if isinstance(before.cancel_tool, str) else HOOK_DECLINED
-    result: ToolResult = {
-        "toolUseId": before.tool_use["toolUseId"],
-        "status": "error",
-        "content": [{"text": message}],
-    }
-    after, _ = await agent.hooks.invoke_callbacks_async(
-        AfterToolCallEvent(
-            agent=agent,
-            selected_tool=None,
-            tool_use=before.tool_use,
-            invocation_state=before.invocation_state,
-            result=result,
-            cancel_message=message,
+    result = _error_result(before.tool_use, message)
+    try:
+        after, _ = await agent.hooks.invoke_callbacks_async(
+            AfterToolCallEvent(
+                agent=agent,
+                selected_tool=None,
+                tool_use=before.tool_use,
+                invocation_state=before.invocation_state,
+                result=result,
+                cancel_message=message,
+            )
         )
-    )
+    except Exception:
+        logger.warning(
+            "a hook failed after cancelled call %s", before.tool_use["name"], exc_info=True
+        )
+        return result
     return after.result
 
 
@@ -183,12 +212,15 @@ async def tell_arrived_results(
     """``AfterToolCallEvent`` for each of ``arrived_results`` (read only: ``selected_tool``
     is ``None``, a change of ``result`` is not stored)."""
     for use, result in arrived_results(agent.messages, ran_here, skipped):
-        await agent.hooks.invoke_callbacks_async(
-            AfterToolCallEvent(
-                agent=agent,
-                selected_tool=None,
-                tool_use=use,
-                invocation_state={**state, "agent": agent},
-                result=copy.deepcopy(result),  # the stored result stays as it is
+        try:
+            await agent.hooks.invoke_callbacks_async(
+                AfterToolCallEvent(
+                    agent=agent,
+                    selected_tool=None,
+                    tool_use=use,
+                    invocation_state={**state, "agent": agent},
+                    result=copy.deepcopy(result),  # the stored result stays as it is
+                )
             )
-        )
+        except Exception:
+            logger.warning("a hook failed on the result of %s", use["name"], exc_info=True)
