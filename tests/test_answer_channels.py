@@ -27,8 +27,11 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from durable_agui.cli.devserver import temporal_binary
 from durable_agui.core.contract import workflow_id_for
 from tests.stack import DevStack, started
-from tests.support import CONFIRM_BOOKING, post_run, run_input, stream_run, user
+from tests.support import CONFIRM_BOOKING, post_run, run_input, stream_run, user, workflow_runs
 
+DEEP: Any = []
+for _ in range(250):
+    DEEP = [DEEP]
 MIXED = 'call lookup_flight {"flight":"E1","delay_seconds":4}\ncall confirm_booking {"flight":"E1"}'
 
 
@@ -218,6 +221,21 @@ async def test_another_workflow_sends_a_frontend_result_through_an_external_hand
         ({"results": [{"toolCall": "typo"}]}, "InvalidRequest"),
         ("not a body", "InvalidRequest"),
         ({}, "InvalidRequest"),
+        # What the data converter cannot decode is refused as the REST body is, not dropped.
+        ({"results": [{"toolCallId": "call_x", "content": "a \ud800 b"}]}, "InvalidText"),
+        (
+            {"resume": [{"interruptId": "approve-x", "status": "resolved", "payload": DEEP}]},
+            "TooDeep",
+        ),
+    ],
+    ids=[
+        "unknown-call",
+        "unknown-interrupt",
+        "misnamed",
+        "not-an-object",
+        "empty",
+        "lone-surrogate",
+        "deep",
     ],
 )
 async def test_a_refused_signal_shows_its_reason_to_operators(
@@ -340,13 +358,46 @@ async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
     assert response.json()["detail"]["type"] == "UnknownToolCall"
 
 
+@pytest.mark.parametrize(
+    ("strategy", "status", "error_type"),
+    [("reject", 409, "RunInProgress"), ("interrupt", 422, "InvalidRequest")],
+)
 async def test_a_rest_answer_held_for_a_busy_thread_follows_its_double_texting_strategy(
-    http: httpx.AsyncClient,
+    http: httpx.AsyncClient, strategy: str, status: int, error_type: str
 ) -> None:
-    body = {"results": [{"content": "yes"}], "multitaskStrategy": "reject"}
-    response = await answer_by_rest_while_streaming(http, "rest-early-3", body)
-    assert response.status_code == 409, response.text
-    assert response.json()["detail"]["type"] == "RunInProgress"
-    # Nothing was taken: the call waits for its answer.
-    view = (await http.get("/threads/rest-early-3")).json()
+    """``reject`` refuses it; ``interrupt`` would stop the run whose call it answers, so it
+    is refused before the thread sees it. Nothing is taken either way."""
+    thread = f"rest-early-{strategy}"
+    body = {"results": [{"content": "yes"}], "multitaskStrategy": strategy}
+    response = await answer_by_rest_while_streaming(http, thread, body)
+    assert response.status_code == status, response.text
+    assert response.json()["detail"]["type"] == error_type
+    view = (await http.get(f"/threads/{thread}")).json()
     assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
+
+
+@pytest.fixture(scope="module")
+def rolling_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """A stack whose threads continue as new after every turn."""
+    env = {"DURABLE_AGUI_TURNS_PER_WORKFLOW_RUN": "1"}
+    with started(tmp_path_factory.mktemp("signals-rolling"), env) as running:
+        yield running
+
+
+async def test_refused_signals_are_carried_when_the_thread_continues_as_new(
+    rolling_stack: DevStack,
+) -> None:
+    async with httpx.AsyncClient(base_url=rolling_stack.url, timeout=60) as http:
+        wire_id = await waiting_call(http, "sig-rolling")
+        signal(rolling_stack, "sig-rolling", "tool_results", {"results": [{"toolCallId": "nope"}]})
+        good = {"results": [{"toolCallId": wire_id, "content": "yes"}]}
+        signal(rolling_stack, "sig-rolling", "tool_results", good)
+        view = await finished_runs(http, "sig-rolling", 2)
+        # The continuation's turn rolled the thread over again; the refusal came along.
+        for _ in range(300):
+            if await workflow_runs(rolling_stack, "sig-rolling") >= 3:
+                break
+            await asyncio.sleep(0.1)
+        view = (await http.get("/threads/sig-rolling")).json()
+    assert await workflow_runs(rolling_stack, "sig-rolling") >= 3
+    assert [r["ids"] for r in view["refusedSignals"]] == [["nope"]]

@@ -15,6 +15,7 @@ import pytest
 
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
+    MAX_INTERRUPT_ID,
     MAX_NATIVE_ID,
     MAX_OPEN_CALLS,
     RECENT_RUNS,
@@ -25,6 +26,7 @@ from durable_agui.core.contract import (
     NativeToolResult,
     OpenInterrupt,
     PendingToolCall,
+    RefusedSignal,
     ResumeAnswer,
     ThreadCarry,
     ThreadInput,
@@ -40,6 +42,7 @@ from durable_agui.workflows.batch import (
     NO_ANSWER,
 )
 from durable_agui.workflows.thread import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
+from durable_agui.workflows.thread.answers import KEEP_REFUSED_SIGNALS
 
 TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal refuses a payload over 2 MB (``limit.blobSize.error``)."""
@@ -151,6 +154,16 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         message_count=10**9,
         run_start_offsets={longest(f"r{n}-", 128): 10**12 for n in range(KEEP_RUN_EVENTS)},
         run_digests={longest(f"r{n}-", 128): digest(str(n))[:16] for n in range(RECENT_RUNS)},
+        refused_signals=[
+            RefusedSignal(
+                at=datetime(2026, 12, 3, tzinfo=UTC),
+                signal="approval_decisions",
+                type="ConflictingResume",
+                reason="\u00e9" * 500,
+                ids=[longest(f"approve-{k}-", MAX_INTERRUPT_ID) for k in range(10)],
+            )
+            for _ in range(KEEP_REFUSED_SIGNALS)
+        ],
     )
 
 

@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
     AnswersBody,
     BatchState,
     CancelRequest,
+    PayloadRefused,
     RefusedSignal,
     ResumeAnswer,
     RunRequest,
@@ -170,6 +172,44 @@ def body(payload: object) -> AnswersBody:
 def test_a_signal_payload_that_is_not_a_rest_body_is_refused(payload: object) -> None:
     with pytest.raises(ValueError):
         body(payload)
+
+
+def payload(data: bytes, encoding: bytes = b"json/plain") -> Payload:
+    return Payload(metadata={"encoding": encoding}, data=data)
+
+
+@pytest.mark.parametrize(
+    ("data", "error_type"),
+    [
+        (b'{"results": [{"toolCallId": "c1", "content": "a \\ud800 b"}]}', "InvalidText"),
+        (b'{"resume": [{"interruptId": "approve-c1", "status": "resolved", "payload": '
+         + b"[" * 40 + b"]" * 40 + b"}]}", "TooDeep"),
+        (b"[" * 300 + b"]" * 300, "TooDeep"),
+        (b'{"resume": [{"interruptId": "approve-c1", "status": "resolved", "payload": NaN}]}',
+         "InvalidJson"),
+        (b'{"results": [{"toolCallId": "c1", "content": [{"foo": "bar"}]}]}', "InvalidRequest"),
+        (b'{"results": ', "InvalidJson"),
+    ],
+    ids=["lone-surrogate", "deep", "very-deep", "nan", "not-content-parts", "truncated"],
+)  # fmt: skip
+def test_a_signal_payload_is_checked_as_the_rest_body_is(data: bytes, error_type: str) -> None:
+    with pytest.raises(PayloadRefused) as refused:
+        AnswersBody.from_payload(payload(data))
+    assert refused.value.type == error_type
+
+
+def test_a_signal_payload_that_is_not_json_is_refused() -> None:
+    with pytest.raises(PayloadRefused) as refused:
+        AnswersBody.from_payload(payload(b"\x00", b"binary/plain"))
+    assert refused.value.type == "InvalidJson"
+
+
+def test_content_parts_in_a_signal_are_kept_as_the_rest_body_keeps_them() -> None:
+    parts = b'[{"type": "text", "text": "seat 3A"}]'
+    parsed = AnswersBody.from_payload(
+        payload(b'{"results": [{"toolCallId": "c1", "content": ' + parts + b"}]}")
+    )
+    assert parsed.tool_results()[0].content == [{"type": "text", "text": "seat 3A"}]
 
 
 def test_a_signal_payload_is_the_rest_body() -> None:

@@ -112,7 +112,8 @@ async def answers_as_run(
     strategy: Callable[[str], MultitaskStrategy],
 ) -> tuple[RunAccepted, list[str]] | None:
     """A REST body with early answers, handed to the thread as a run of its own (the body's
-    ``run_id``; ``strategy(agent)``: its double-texting strategy, for the thread's agent): its early answers are judged when the
+    ``run_id``; ``strategy(agent)``: its double-texting strategy, for the thread's agent,
+    asked only once the body is known to hold early answers): its early answers are judged when the
     run in progress has ended, the others at once. Returns the run accepted and the ids held
     for later; ``None`` when the body has no early answer (the thread's refusal stands).
 
@@ -130,10 +131,10 @@ async def answers_as_run(
         principal=request.principal,
         tool_results=request.results,
         resume=request.resume,
-        multitask_strategy=strategy(state.agent),
     )
     early = await with_early_answers(client, settings, thread_id, run)
     if early is None:
         return None
+    early = early.model_copy(update={"multitask_strategy": strategy(state.agent)})
     accepted = await submit_run(client, settings, thread_id, early)
     return accepted, [r.tool_call_id for r in early.early_tool_results]

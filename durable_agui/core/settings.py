@@ -32,10 +32,10 @@ class Settings(BaseSettings):
     """Where threads' workflows run. Each agent's turns run on ``<task_queue>.agent.<name>``,
     polled only by workers that serve that agent (``core/agent_queues.py``); at most 929
     characters, so every agent's queue is a valid Temporal name."""
-    worker_check_seconds: float = Field(default=5.0, ge=0)
+    worker_check_seconds: float = Field(default=5.0, ge=0, le=3600, allow_inf_nan=False)
     """How long the API trusts its answer to "does a worker serve this agent?" (Temporal's
     ``DescribeTaskQueue`` of the agent's queue) before it asks again; a run for an agent no
-    worker serves is refused with 503 ``NoWorkerForAgent``. ``0``: no check."""
+    worker serves is refused with 503 ``NoWorkerForAgent``. ``0``: no check; at most 3,600."""
     temporal_ui_url: str = "http://127.0.0.1:8233"
     """Base URL of the Temporal Web UI, used for links to a thread's workflow."""
 

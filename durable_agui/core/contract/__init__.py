@@ -83,6 +83,7 @@ from durable_agui.core.contract.signals import (
     SIGNAL_APPROVAL_DECISIONS,
     SIGNAL_TOOL_RESULTS,
     AnswersBody,
+    PayloadRefused,
     RefusedSignal,
 )
 from durable_agui.core.contract.thread_state import (
@@ -158,6 +159,7 @@ __all__ = [
     "MultitaskStrategy",
     "NativeToolResult",
     "OpenInterrupt",
+    "PayloadRefused",
     "PendingToolCall",
     "ReadRequest",
     "ReconcileInput",

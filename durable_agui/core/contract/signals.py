@@ -3,21 +3,27 @@ external workflow handle, ``temporal workflow signal``, the Temporal UI's signal
 the record of the ones the thread refused.
 
 A signal's payload is the body of ``POST /threads/{threadId}/tool-results``, with the
-same JSON field names; the thread parses it itself (``AnswersBody.parse``), because a
-signal whose payload fails the data converter is dropped by the SDK with no trace a caller
-can see.
+same JSON field names, checked as the API checks that body (``json_text``: nesting, numbers,
+Unicode; then the body's fields and bounds). The thread takes the payload raw and parses it
+itself (``AnswersBody.from_payload``): a payload the data converter cannot decode would be
+dropped by the SDK with no trace a caller can see.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
+from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+from temporalio.api.common.v1 import Payload
 
 from durable_agui.core.contract.ids import MAX_INTERRUPT_ID, MAX_OPEN_CALLS, MAX_TOOL_CALL_ID
 from durable_agui.core.contract.inputs import ResumeAnswer, ToolResult
+from durable_agui.core.errors import ErrorType
+from durable_agui.core.json_text import json_body_error
 
 SIGNAL_TOOL_RESULTS = "tool_results"
 """Signal name: results for frontend calls (``{"results": [...]}``, resume entries too)."""
@@ -27,13 +33,23 @@ QUERY_REFUSED_SIGNALS = "refused_signals"
 """Query name: the signals the thread refused, newest last (``RefusedSignal``)."""
 
 
+class PayloadRefused(ValueError):
+    """A signal's payload that is not a tool-results body; ``type`` names the case as the
+    API's 422 for the same body would (``InvalidRequest``, ``InvalidJson``, ``TooDeep``,
+    ``InvalidText``)."""
+
+    def __init__(self, type: ErrorType, message: str) -> None:
+        super().__init__(message)
+        self.type = type
+
+
 class _Wire(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
 class SignalledResult(_Wire):
     tool_call_id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID)
-    content: str | list[dict[str, Any]] = ""
+    content: str | list[ContentPart] = ""
     error: str | None = None
 
 
@@ -52,27 +68,50 @@ class AnswersBody(_Wire):
     resume: list[SignalledResume] = Field(default_factory=list, max_length=MAX_OPEN_CALLS)
 
     @classmethod
-    def parse(cls, payload: object) -> AnswersBody:
-        """The body of ``payload`` as a signal delivered it (any JSON value).
+    def from_payload(cls, payload: Payload) -> AnswersBody:
+        """The body a signal's raw payload holds: JSON text (``json/plain``) that
+        ``json_body_error`` takes, then ``parse``.
 
         Raises:
-            ValueError: not such a body, or one with no entry; the message lists why.
+            PayloadRefused: not such a body; its ``type`` and message say why.
+        """
+        if payload.metadata.get("encoding") != b"json/plain":
+            encoding = payload.metadata.get("encoding", b"").decode(errors="replace")[:40]
+            raise PayloadRefused(ErrorType.INVALID_JSON, f"the payload is not JSON ({encoding})")
+        refused = json_body_error(payload.data)
+        if refused is not None:
+            raise PayloadRefused(*refused)
+        return cls.parse(json.loads(payload.data))
+
+    @classmethod
+    def parse(cls, value: object) -> AnswersBody:
+        """The body ``value`` (a parsed JSON value) is.
+
+        Raises:
+            PayloadRefused: not such a body, or one with no entry (``InvalidRequest``); the
+                message lists why.
         """
         try:
-            body = cls.model_validate(payload)
+            body = cls.model_validate(value)
         except ValidationError as invalid:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
                 for error in invalid.errors()[:5]
             )
-            raise ValueError(f"not a tool-results body ({problems})") from None
+            raise PayloadRefused(
+                ErrorType.INVALID_REQUEST, f"not a tool-results body ({problems})"
+            ) from None
         if not body.results and not body.resume:
-            raise ValueError("give at least one result or resume entry")
+            raise PayloadRefused(
+                ErrorType.INVALID_REQUEST, "give at least one result or resume entry"
+            )
         return body
 
     def tool_results(self) -> list[ToolResult]:
+        """The results as the thread keeps them (content parts as their JSON objects, as
+        the API's ``content_json`` stores them)."""
         return [
-            ToolResult(tool_call_id=r.tool_call_id, content=r.content, error=r.error)
+            ToolResult(tool_call_id=r.tool_call_id, content=_content(r.content), error=r.error)
             for r in self.results
         ]
 
@@ -81,6 +120,12 @@ class AnswersBody(_Wire):
             ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
             for r in self.resume
         ]
+
+
+def _content(content: str | list[ContentPart]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return [part.model_dump(mode="json", by_alias=True, exclude_none=True) for part in content]
 
 
 class RefusedSignal(BaseModel):

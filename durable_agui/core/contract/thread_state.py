@@ -232,6 +232,9 @@ class ThreadCarry(BaseModel):
     (``<runId>-a<attempt>-m<n>``) name the thread's latest history."""
     run_trace_ids: dict[str, str] = Field(default_factory=dict)
     """The trace id of each recent run (``ThreadState.run_trace_ids``)."""
+    refused_signals: list[RefusedSignal] = Field(default_factory=list)
+    """The signals the thread refused, oldest first (the newest ``KEEP_REFUSED_SIGNALS``,
+    each bounded: a reason of at most 500 characters, at most 10 ids)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -10,9 +10,9 @@ What an answer is, and when it waits, is ``answers``' to say; this carries it ou
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -43,7 +43,6 @@ class ThreadAnswers:
     _batch: ToolCallBatch
     _telemetry: ThreadTelemetry
     _current_run_id: str | None
-    _refused_signals: list[RefusedSignal]
     # What the workflow's other halves provide (declared, not defined: the MRO finds them).
     _take: Callable[[list[ToolResult], list[ResumeAnswer]], list[str]]  # RunSteps'
     _view: Callable[[], ThreadView]  # ThreadViews'
@@ -65,20 +64,22 @@ class ThreadAnswers:
     def _validate_tool_results(self, request: ToolResultsRequest) -> None:
         admission.check_tool_results(self._view(), request)
 
+    # Raw payloads: the thread parses them itself, so that one the data converter could not
+    # decode is refused visibly instead of dropped by the SDK (``AnswersBody.from_payload``).
     @workflow.signal(name=SIGNAL_TOOL_RESULTS)
-    async def tool_results(self, payload: Any) -> None:
+    async def tool_results(self, payload: RawValue) -> None:
         """Results for frontend calls (the REST body: ``{"results": [...]}``)."""
         await self._answer_by_signal(SIGNAL_TOOL_RESULTS, payload)
 
     @workflow.signal(name=SIGNAL_APPROVAL_DECISIONS)
-    async def approval_decisions(self, payload: Any) -> None:
+    async def approval_decisions(self, payload: RawValue) -> None:
         """Decisions on approvals (the REST body: ``{"resume": [...]}``)."""
         await self._answer_by_signal(SIGNAL_APPROVAL_DECISIONS, payload)
 
     @workflow.query(name=QUERY_REFUSED_SIGNALS)
     def refused_signals(self) -> list[RefusedSignal]:
         """The signals this thread refused (the newest ``KEEP_REFUSED_SIGNALS``), oldest first."""
-        return self._refused_signals
+        return self._book.refused_signals
 
     def _answered(
         self, results: list[ToolResult], resume: list[ResumeAnswer], run_id: str
@@ -92,10 +93,10 @@ class ThreadAnswers:
         self._book.queue.append(answers.continuation(self._agent, run_id, trace_parent()))
         return accepted, run_id
 
-    async def _answer_by_signal(self, signal: str, payload: object) -> None:
+    async def _answer_by_signal(self, signal: str, payload: RawValue) -> None:
         body: AnswersBody | None = None
         try:
-            body = AnswersBody.parse(payload)
+            body = AnswersBody.from_payload(payload.payload)
             if answers.waits_for_run(self._view(), body):
                 running = self._current_run_id
                 await workflow.wait_condition(lambda: self._current_run_id != running)
@@ -115,8 +116,9 @@ class ThreadAnswers:
     def _refuse_signal(self, refused: RefusedSignal) -> None:
         """Record a refused signal where an operator looks: the ``refused_signals`` query,
         the thread's state, the workflow's current details and a warning log line."""
-        self._refused_signals = answers.remembered(self._refused_signals, refused)
-        workflow.set_current_details(answers.details(self._refused_signals))
+        book = self._book
+        book.refused_signals = answers.remembered(book.refused_signals, refused)
+        workflow.set_current_details(answers.details(book.refused_signals))
         workflow.logger.warning(
             "signal %s refused (%s): %s",
             refused.signal,

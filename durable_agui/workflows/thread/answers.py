@@ -17,8 +17,8 @@ channel"):
 - answers that complete the batch start the continuation run (``continuation``);
 - a signal speaks for the thread's owner (whoever may signal the workflow in its Temporal
   namespace may already do anything to it), and cannot reply: what the thread refuses is
-  recorded (``refusal``), kept (the last ``KEEP_REFUSED_SIGNALS``: the ``refused_signals``
-  query, ``GET /threads/{id}``), shown as the workflow's current details in the Temporal UI
+  recorded (``refusal``), kept (the last ``KEEP_REFUSED_SIGNALS``, carried at
+  continue-as-new: the ``refused_signals`` query, ``GET /threads/{id}``), shown as the workflow's current details in the Temporal UI
   (``details``) and logged.
 
 Pure: no I/O, no ``temporalio.workflow``.
@@ -34,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.core.contract import (
     AnswersBody,
     ErrorType,
+    PayloadRefused,
     RefusedSignal,
     ResumeAnswer,
     RunRequest,
@@ -96,6 +97,8 @@ def refusal(
     or the payload's parse error, type ``InvalidRequest``)."""
     if isinstance(refused, ApplicationError):
         error_type, reason = refused.type or ErrorType.UPDATE_FAILED, refused.message
+    elif isinstance(refused, PayloadRefused):
+        error_type, reason = refused.type, str(refused)
     else:
         error_type, reason = ErrorType.INVALID_REQUEST, str(refused)
     return RefusedSignal(

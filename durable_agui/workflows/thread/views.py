@@ -12,7 +12,6 @@ with workflow.unsafe.imports_passed_through():
         PENDING_TOOL_CALLS,
         THREAD_LAST_ACTIVITY,
         THREAD_STATUS,
-        RefusedSignal,
         ThreadCarry,
         ThreadInput,
         ThreadState,
@@ -40,7 +39,6 @@ class ThreadViews:
     _deleting: bool
     _rolling_over: bool
     _shown_status: tuple[str, int] | None
-    _refused_signals: list[RefusedSignal]
 
     @property
     def _status(self) -> ThreadStatus:
@@ -88,7 +86,7 @@ class ThreadViews:
             unlogged_events=self._events.outbox,
             run_trace_ids=self._book.run_trace_ids,
             frontend_tools=[tool.name for tool in self._book.frontend_tools],
-            refused_signals=self._refused_signals,
+            refused_signals=self._book.refused_signals,
         )
 
     def _show_status(self) -> None:

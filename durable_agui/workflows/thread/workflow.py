@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         MetadataRequest,
         ReadRequest,
         ReconcileOutput,
-        RefusedSignal,
         RunAccepted,
         RunRequest,
         ThreadCarry,
@@ -101,7 +100,6 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
         self._events = ThreadEvents(start, self._telemetry)
-        self._refused_signals: list[RefusedSignal] = []  # the newest, for operators
 
     @workflow.run
     async def run(self, start: ThreadInput) -> None:

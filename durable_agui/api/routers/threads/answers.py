@@ -12,7 +12,7 @@ from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdD
 from durable_agui.api.errors import NO_THREAD, error_responses
 from durable_agui.api.models import ToolResultsIn, ToolResultsOut
 from durable_agui.api.routers.threads.base import threads_router
-from durable_agui.api.run_checks import check_answers
+from durable_agui.api.run_checks import check_answers, invalid
 from durable_agui.api.run_input import content_json
 from durable_agui.client import ThreadRefused, answers_as_run, submit_tool_results
 from durable_agui.core.contract import (
@@ -92,8 +92,23 @@ async def post_tool_results(
 
 
 def _strategy(body: ToolResultsIn, agents: AgentRegistry, agent: str) -> MultitaskStrategy:
-    """The body's ``multitaskStrategy``, else the agent's (``AgentDefinition``)."""
+    """The strategy of the run that holds early answers: the body's ``multitaskStrategy``,
+    else the agent's (``AgentDefinition``). One that stops the run in progress would close
+    the very calls the answers are for: the body's is refused (422), the agent's becomes
+    ``enqueue``."""
+    if body.multitask_strategy in STOPPING:
+        raise invalid(
+            ErrorType.INVALID_REQUEST,
+            f"multitaskStrategy {body.multitask_strategy} would stop the run whose calls these "
+            "answers are for; send them with enqueue (the default) or reject",
+        )
     if body.multitask_strategy is not None:
         return body.multitask_strategy
     definition = agents.get(agent)
-    return definition.multitask_strategy if definition is not None else "enqueue"
+    if definition is None or definition.multitask_strategy in STOPPING:
+        return "enqueue"
+    return definition.multitask_strategy
+
+
+STOPPING = ("interrupt", "rollback")
+"""Strategies that stop the run in progress."""
