@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,20 @@ async def test_the_api_asks_temporal_once_per_agent_while_its_answer_holds(
         client, settings.model_copy(update={"worker_check_seconds": 0}), "gamma"
     )
 
-    assert asked == ["faults.agent.alpha", "faults.agent.beta", "faults.agent.gamma"]
+    # A refusal asks about the thread's queue too (someone serves the deployment); it is
+    # kept for a second, so the second gamma asked nothing.
+    assert asked == ["faults.agent.alpha", "faults.agent.beta", "faults.agent.gamma", "faults"]
+
+
+async def test_with_no_worker_at_all_a_run_waits_for_one_instead_of_a_503(
+    cluster: Cluster,
+) -> None:
+    """The check refuses a missing agent, not a missing deployment: with no worker polling
+    the thread's task queue (all down, or starting beside the API), the run goes through and
+    waits, as a durable thread always did."""
+    client = await Client.connect(cluster.server.address)
+    nobody = Settings(task_queue=f"nobody-{uuid.uuid4().hex[:8]}", worker_check_seconds=600)
+    await AgentWorkers().check(client, nobody, "alpha")
 
 
 def run_turn_queues(history: str) -> list[str]:

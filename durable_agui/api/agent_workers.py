@@ -1,15 +1,21 @@
 """Whether a worker serves an agent, asked before a run reaches its thread.
 
-The rule: a run for an agent that no worker serves is refused with 503 ``NoWorkerForAgent``
-(naming the agent) before its stream starts, instead of a turn that waits on a task queue
-nobody polls. "Serves" means Temporal lists a poller of activity tasks on the agent's task
-queue (``core/agent_queues.py``): ``DescribeTaskQueue`` with
-``TASK_QUEUE_TYPE_ACTIVITY``, whose pollers are those seen in the last five minutes
+The rule: while workers serve the deployment, a run for an agent none of them serves is
+refused with 503 ``NoWorkerForAgent`` (naming the agent) before its stream starts, instead
+of a turn that waits on a task queue nobody polls. "Serves" means Temporal lists a poller of
+activity tasks on the agent's task queue (``core/agent_queues.py``): ``DescribeTaskQueue``
+with ``TASK_QUEUE_TYPE_ACTIVITY``, whose pollers are those seen in the last five minutes
 (Temporal's poller history), so a worker that just stopped still counts for a while.
 
-Each answer is kept ``Settings.worker_check_seconds`` (one describe call per agent in that
-time, however many runs; concurrent runs share the call in flight). A describe call that
-fails (Temporal away, a role without the permission) lets the run through: the thread's own
+When no worker polls the thread's task queue either (every worker is down, or the
+deployment is starting), the run goes through and waits for one, as a durable thread always
+did: the check refuses a missing agent, never a missing deployment (and so never the first
+run of a worker that is still starting beside the API).
+
+A positive answer is kept ``Settings.worker_check_seconds`` (one describe call per agent in
+that time, however many runs; concurrent runs share the call in flight); a refusal at most
+``REFUSAL_KEPT_S``, so a worker that comes up is seen at once. A describe call that fails
+(Temporal away, a role without the permission) lets the run through: the thread's own
 refusals answer it then.
 """
 
@@ -31,6 +37,9 @@ from durable_agui.core.contract import ErrorType
 from durable_agui.core.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+REFUSAL_KEPT_S = 1.0
+"""How long a "no worker serves this agent" answer is kept before Temporal is asked again."""
 
 
 class AgentWorkers:
@@ -63,22 +72,35 @@ class AgentWorkers:
             answer = (now + settings.worker_check_seconds, task)
             self._answers[agent] = answer
         # Shielded: one request's disconnect must not cancel the call others wait on.
-        return await asyncio.shield(answer[1])
+        served = await asyncio.shield(answer[1])
+        if not served:
+            kept = min(answer[0], answer[0] - settings.worker_check_seconds + REFUSAL_KEPT_S)
+            self._answers[agent] = (kept, answer[1])
+        return served
 
 
 async def _polled(client: Client, settings: Settings, agent: str) -> bool:
-    """Whether Temporal lists a poller of activity tasks on ``agent``'s task queue; ``True``
-    when it cannot say (the describe call failed)."""
-    request = DescribeTaskQueueRequest(
-        namespace=client.namespace,
-        task_queue=TaskQueue(name=agent_task_queue(settings.task_queue, agent)),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-    )
+    """Whether a worker serves ``agent`` (see the module); ``True`` when Temporal cannot say
+    (a describe call failed) or no worker polls the thread's task queue at all."""
+    agent_queue = agent_task_queue(settings.task_queue, agent)
     try:
-        described = await client.workflow_service.describe_task_queue(
-            request, retry=False, timeout=timedelta(seconds=5)
+        if await _pollers(client, agent_queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+            return True
+        return not await _pollers(
+            client, settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
         )
     except RPCError as err:
         logger.warning("describing agent %r's task queue failed: %s", agent, err.message)
         return True
-    return len(described.pollers) > 0
+
+
+async def _pollers(client: Client, queue: str, kind: TaskQueueType.ValueType) -> int:
+    """How many pollers Temporal lists on task queue ``queue`` for tasks of ``kind``."""
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
+        ),
+        retry=False,
+        timeout=timedelta(seconds=5),
+    )
+    return len(described.pollers)
