@@ -126,7 +126,9 @@ class ThreadWorkers:
     def __init__(self, main: Worker, agents: list[Worker]) -> None:
         self.main = main
         self.agents = agents
-        self.workers = [main, *agents]
+        # Agent workers first: once the thread's queue shows a poller, the agents' do too
+        # (the API's NoWorkerForAgent check reads them in that order).
+        self.workers = [*agents, main]
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -142,13 +144,22 @@ class ThreadWorkers:
             Exception: what the first worker to fail raised (``RuntimeError`` from Temporal:
                 the namespace or the connection refused).
         """
-        self._tasks = [asyncio.create_task(worker.run()) for worker in self.workers]
+        self._tasks = [asyncio.create_task(worker.run()) for worker in self.agents]
         try:
+            await self._until_agents_run()
+            self._tasks.append(asyncio.create_task(self.main.run()))
             done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await self.shutdown()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         next(iter(done)).result()
+
+    async def _until_agents_run(self) -> None:
+        """Return once every agent worker polls, or one of them ended (``run`` reports it)."""
+        while not all(worker.is_running for worker in self.agents):
+            if any(task.done() for task in self._tasks):
+                return
+            await asyncio.sleep(0.01)
 
     async def shutdown(self) -> None:
         """Stop every worker (each lets its activities finish within its graceful period)."""
@@ -158,7 +169,8 @@ class ThreadWorkers:
         # A worker's shutdown waits for its run to end: only ask those that run.
         if not self._tasks:
             return [worker for worker in self.workers if worker.is_running]
-        return [w for w, task in zip(self.workers, self._tasks, strict=True) if not task.done()]
+        started = self.workers[: len(self._tasks)]  # the main worker starts last
+        return [w for w, task in zip(started, self._tasks, strict=True) if not task.done()]
 
     async def __aenter__(self) -> ThreadWorkers:
         async with contextlib.AsyncExitStack() as stack:
