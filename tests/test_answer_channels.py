@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,12 +39,6 @@ MIXED = 'call lookup_flight {"flight":"E1","delay_seconds":4}\ncall confirm_book
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     with started(tmp_path_factory.mktemp("signals")) as running:
         yield running
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
 
 
 def temporal_cli(stack: DevStack, *args: str) -> str:

@@ -190,20 +190,26 @@ def arrived_results(
     tool results that end the history (a user message after the model's tool calls), for
     calls whose tool is not in ``ran_here`` and whose id is not in ``skipped``, that are
     not a placeholder."""
-    if len(messages) < 2 or messages[-1]["role"] != "user" or messages[-2]["role"] != "assistant":
-        return
-    uses = {
-        block["toolUse"]["toolUseId"]: block["toolUse"]
-        for block in messages[-2]["content"]
-        if "toolUse" in block
-    }
-    for block in messages[-1]["content"]:
+    uses = _last_tool_uses(messages)
+    for block in messages[-1]["content"] if uses else []:
         result = block.get("toolResult")
         use = uses.get(result["toolUseId"]) if result else None
         if use is None or result is None or is_placeholder(result):
             continue
         if use["name"] not in ran_here and use["toolUseId"] not in skipped:
             yield use, result
+
+
+def _last_tool_uses(messages: list[Message]) -> dict[str, ToolUse]:
+    """The tool calls of the model's last message, by id, when a user message (their
+    results) ends the history; else none."""
+    if len(messages) < 2 or (messages[-2]["role"], messages[-1]["role"]) != ("assistant", "user"):
+        return {}
+    return {
+        block["toolUse"]["toolUseId"]: block["toolUse"]
+        for block in messages[-2]["content"]
+        if "toolUse" in block
+    }
 
 
 async def tell_arrived_results(
