@@ -43,7 +43,7 @@ from typing import Any
 
 from strands import Agent, tool
 
-from durable_agui import AgentDefinition
+from durable_agui import AgentDefinition, ApprovalRule
 from durable_agui.agents.offline_model import OfflineModel
 
 A2UI_STREAM_KEY = {A2UI_STREAM_KEY!r}
@@ -87,7 +87,15 @@ async def paint_surface(title: str):
 
 
 TOOLS = [count_down, research, paint_surface]
-AGENTS = [AgentDefinition(name="streams", tools=TOOLS)]
+AGENTS = [
+    AgentDefinition(name="streams", tools=TOOLS),
+    # The same tools, each run only once a person approves it (outside the model's loop).
+    AgentDefinition(
+        name="streams-approved",
+        tools=TOOLS,
+        approvals={{name: ApprovalRule(message="Run it?") for name in ("count_down", "paint_surface")}},
+    ),
+]
 '''
 
 COUNT_DOWN = 'call count_down {"start":2}'
@@ -324,3 +332,30 @@ async def test_a_tools_stream_is_ag_ui_strands_event_by_event(
     expected = [e for e in theirs if e["type"] != "TOOL_CALL_RESULT"]
     assert streamed_by_tool(ours, tool) == expected
     assert len(inner_results) == (1 if tool == "research" else 0)
+
+
+@pytest.mark.parametrize("text", [COUNT_DOWN, PAINT], ids=["state", "a2ui"])
+async def test_an_approved_tool_streams_as_it_runs_after_the_decision(
+    http: httpx.AsyncClient, text: str
+) -> None:
+    """An approved call runs at the start of the turn after the person's decision, outside
+    the model's loop: what it yields reaches the wire there too, before its result."""
+    thread = f"streams-approved-{text.split()[1]}"
+    ask = user("u1", text)
+    status, r1 = await post_run(http, "streams-approved", run_input(thread, "r1", [ask], []))
+    assert status == 200, r1
+    (interrupt,) = r1[-1]["outcome"]["interrupts"]
+    body = run_input(thread, "r2", [ask], [])
+    body["resume"] = [{"interruptId": interrupt["id"], "status": "resolved"}]
+    status, r2 = await post_run(http, "streams-approved", body)
+    assert status == 200 and r2[-1]["type"] == "RUN_FINISHED", r2
+    result = next(i for i, e in enumerate(r2) if e["type"] == "TOOL_CALL_RESULT")
+    if text == COUNT_DOWN:
+        snapshots = [e["snapshot"] for e in r2[:result] if e["type"] == "STATE_SNAPSHOT"]
+        assert snapshots[-2:] == [{"countdown": 2}, {"countdown": 1}]
+        assert (await http.get(f"/threads/{thread}")).json()["state"] == {"countdown": 1}
+    else:
+        (render,) = calls_named(r2[:result], "render_a2ui")
+        assert arguments(r2, render["toolCallId"]) == SURFACE
+        ends = [e for e in of_call(r2, render["toolCallId"]) if e["type"] == "TOOL_CALL_END"]
+        assert len(ends) == 1

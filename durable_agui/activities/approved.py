@@ -12,8 +12,10 @@ safety), and its hooks are not told again.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
+from ag_ui.core import StateSnapshotEvent
 from strands import Agent
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.types.content import Message
@@ -62,8 +64,12 @@ async def run_approved(
                 "input": call.args,
             }
             state = {**invocation_state, "agent": agent, "approval": call.payload}
-            result = await run_with_hooks(agent, built.tools[call.tool_name], tool_use, state)
+            streamed = _tool_streams(events, translator, shared)
+            tool = built.tools[call.tool_name]
+            result = await run_with_hooks(agent, tool, tool_use, state, streamed)
             results[call.native_id] = result
+            for event in translator.tool_stream_done(call.native_id):
+                events.publish(event)
             events.publish(translator.tool_result(call.wire_id, list(result["content"])))
             if (delta := shared.delta()) is not None:
                 events.publish(delta)
@@ -73,6 +79,21 @@ async def run_approved(
                 write_back, session.session_repository, session.session_id, message
             )
             patch_loaded(agent.messages, results)
+
+
+def _tool_streams(
+    events: RunEventPublisher, translator: TurnTranslator, shared: StateEvents
+) -> Callable[[dict[str, Any]], None]:
+    """What an approved tool streams, on the wire as in the model's loop
+    (``agent_stream.stream_agent``): a streamed state becomes the thread's."""
+
+    def publish(stream_event: dict[str, Any]) -> None:
+        for event in translator.feed(stream_event):
+            if isinstance(event, StateSnapshotEvent):
+                shared.adopt(event.snapshot)
+            events.publish(event)
+
+    return publish
 
 
 def patch_loaded(messages: list[Message], results: dict[str, ToolResult]) -> None:

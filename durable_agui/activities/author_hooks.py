@@ -30,7 +30,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from strands import Agent
@@ -113,12 +113,17 @@ def screened(hooks: Collection[Any]) -> list[Any]:
 
 
 async def run_with_hooks(
-    agent: Agent, tool: AgentTool, tool_use: ToolUse, state: dict[str, Any]
+    agent: Agent,
+    tool: AgentTool,
+    tool_use: ToolUse,
+    state: dict[str, Any],
+    on_stream: Callable[[dict[str, Any]], None] | None = None,
 ) -> ToolResult:
     """Run an approved call as Strands' executor runs a tool: ``BeforeToolCallEvent`` (a
     hook may swap the tool, change the input or cancel), the tool, ``AfterToolCallEvent``
     with its result (a hook may rewrite it, or ask for another try). Returns the result
-    the hooks leave, which is what is stored (a hook that raises: see the module)."""
+    the hooks leave, which is what is stored (a hook that raises: see the module).
+    ``on_stream``: as ``run_tool`` takes it."""
     while True:
         try:
             before, interrupts = await agent.hooks.invoke_callbacks_async(
@@ -132,7 +137,7 @@ async def run_with_hooks(
         if interrupts or before.cancel_tool or before.selected_tool is None:
             return await _cancelled(agent, before)
         started = time.monotonic()
-        result = await run_tool(before.selected_tool, before.tool_use, state)
+        result = await run_tool(before.selected_tool, before.tool_use, state, on_stream)
         try:
             after, _ = await agent.hooks.invoke_callbacks_async(
                 AfterToolCallEvent(

@@ -7,6 +7,7 @@ read (``ModelFailed``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,13 +187,21 @@ def approved_placeholder(
     return None
 
 
-async def run_tool(tool: AgentTool, tool_use: ToolUse, state: dict[str, Any]) -> ToolResult:
+async def run_tool(
+    tool: AgentTool,
+    tool_use: ToolUse,
+    state: dict[str, Any],
+    on_stream: Callable[[dict[str, Any]], None] | None = None,
+) -> ToolResult:
     """Run ``tool`` for ``tool_use`` with ``state`` as its invocation state; its result (an
-    error result when the tool produced none)."""
+    error result when the tool produced none). ``on_stream`` is handed each tool stream
+    event (``{"tool_stream_event": ...}``) the tool yields on the way."""
     final: ToolResult | None = None
     async for event in tool.stream(tool_use, state):
         if isinstance(event, dict) and "tool_result" in event:
             final = event["tool_result"]
+        elif on_stream is not None and isinstance(event, dict) and "tool_stream_event" in event:
+            on_stream(event)
     return final or {"toolUseId": tool_use["toolUseId"], "status": "error", "content": []}
 
 

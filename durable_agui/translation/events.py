@@ -150,6 +150,12 @@ class TurnTranslator:
             role="tool",
         )
 
+    def tool_stream_done(self, native_id: str) -> list[BaseEvent]:
+        """``TOOL_CALL_END`` for the inner calls call ``native_id`` streamed and left open
+        (its result has arrived; used for approved calls, which run outside the model's
+        loop)."""
+        return self._tool_streams.tool_done(native_id)
+
     def _next_message_id(self) -> str:
         self._messages += 1
         return f"{self._id_prefix}-m{self._messages}"
