@@ -12,9 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -154,6 +158,15 @@ class ThreadWorkers:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         next(iter(done)).result()
 
+    async def seen_by_temporal(self) -> bool:
+        """Whether Temporal lists this process's pollers on every agent queue and on the
+        thread's queue (what the API's ``NoWorkerForAgent`` check reads): ``durable-agui``
+        says it serves only then."""
+        for worker in self.agents:
+            if not await task_queue_polled(worker, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+                return False
+        return await task_queue_polled(self.main, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+
     async def _until_agents_run(self) -> None:
         """Return once every agent worker polls, or one of them ended (``run`` reports it)."""
         while not all(worker.is_running for worker in self.agents):
@@ -188,6 +201,19 @@ class ThreadWorkers:
         if self._stack is not None:
             stack, self._stack = self._stack, None
             await stack.__aexit__(exc_type, exc, traceback)
+
+
+async def task_queue_polled(worker: Worker, kind: TaskQueueType.ValueType) -> bool:
+    """Whether Temporal lists a poller of ``kind`` tasks on ``worker``'s task queue."""
+    described = await worker.client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=worker.client.namespace,
+            task_queue=TaskQueue(name=worker.task_queue),
+            task_queue_type=kind,
+        ),
+        timeout=timedelta(seconds=5),
+    )
+    return len(described.pollers) > 0
 
 
 def build_worker(

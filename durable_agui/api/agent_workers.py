@@ -38,6 +38,9 @@ from durable_agui.core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+STARTING_CHECKS = 8
+STARTING_PAUSE_S = 0.25
+"""A refusal asks about the agent's queue again this many times, this far apart (2 s)."""
 REFUSAL_KEPT_S = 1.0
 """How long a "no worker serves this agent" answer is kept before Temporal is asked again."""
 
@@ -73,9 +76,9 @@ class AgentWorkers:
             self._answers[agent] = answer
         # Shielded: one request's disconnect must not cancel the call others wait on.
         served = await asyncio.shield(answer[1])
-        if not served:
-            kept = min(answer[0], answer[0] - settings.worker_check_seconds + REFUSAL_KEPT_S)
-            self._answers[agent] = (kept, answer[1])
+        if not served and self._answers.get(agent) is answer:
+            refused_until = asyncio.get_running_loop().time() + REFUSAL_KEPT_S
+            self._answers[agent] = (min(answer[0], refused_until), answer[1])
         return served
 
 
@@ -86,9 +89,15 @@ async def _polled(client: Client, settings: Settings, agent: str) -> bool:
     try:
         if await _pollers(client, agent_queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
             return True
-        return not await _pollers(
-            client, settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
-        )
+        if not await _pollers(client, settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW):
+            return True
+        # A worker that is starting registers its queues' pollers one by one: ask again
+        # for a moment before refusing.
+        for _ in range(STARTING_CHECKS):
+            await asyncio.sleep(STARTING_PAUSE_S)
+            if await _pollers(client, agent_queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+                return True
+        return False
     except RPCError as err:
         logger.warning("describing agent %r's task queue failed: %s", agent, err.message)
         return True

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import uvicorn
 from temporalio.client import Client
-from temporalio.service import RetryConfig
+from temporalio.service import RetryConfig, RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner
 
 from durable_agui.agents import AgentRegistry, AgentsNotLoaded, load_agents
@@ -277,6 +277,17 @@ class _Parts:
                 task.exception()
 
 
+async def _worker_serves(parts: _Parts) -> bool:
+    """No worker part, or one that runs and that Temporal lists as polling its queues (so
+    the API's check for a worker of each agent finds it from the first request)."""
+    if parts.worker is None:
+        return True
+    try:
+        return parts.worker.is_running and await parts.worker.seen_by_temporal()
+    except RPCError:
+        return False  # Temporal did not answer: ask again, until SERVING_TIMEOUT_S
+
+
 async def _until_serving(settings: Settings, parts: _Parts) -> None:
     """Return once the worker runs (its namespace checked) and the API answers.
 
@@ -291,7 +302,7 @@ async def _until_serving(settings: Settings, parts: _Parts) -> None:
         why = parts.ended()
         if why is not None:
             raise CommandFailed(why)
-        if (parts.worker is None or parts.worker.is_running) and (
+        if await _worker_serves(parts) and (
             parts.api is None or await _answers(host, settings.api_port)
         ):
             return
