@@ -55,3 +55,7 @@ if __name__ == "__main__":  # the workflow sandbox imports this module again: st
     if len(sys.argv) != 4 or sys.argv[3] not in ("approve", "decline"):
         sys.exit("usage: approval_process.py THREAD_ID INTERRUPT_ID approve|decline")
     asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] == "approve"))
+    # Done: leave without the interpreter's teardown, during which the Temporal SDK's native
+    # threads can abort the process (PyGILState_Release) after the work has succeeded.
+    sys.stdout.flush()
+    os._exit(0)
