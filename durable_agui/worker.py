@@ -31,6 +31,8 @@ from durable_agui.agents.registry import AgentRegistry, AgentsArgument, agent_re
 from durable_agui.core.agent_queues import agent_task_queue
 from durable_agui.core.settings import Settings, get_settings
 from durable_agui.core.temporal import connect
+from durable_agui.event_store import event_log
+from durable_agui.event_store.retention import EventPruner
 from durable_agui.workflows import AgentThreadWorkflow
 from durable_agui.workflows.scheduled import ScheduledRunWorkflow
 
@@ -121,15 +123,32 @@ def agent_workers(
     ]
 
 
+def event_pruner(settings: Settings) -> EventPruner | None:
+    """The pruner of the event log's retention (``durable_agui.event_store.retention``), or
+    ``None``: ``event_retention_days`` is 0, or the store has no log (S3)."""
+    if settings.event_retention_days == 0:
+        return None
+    log = event_log(settings)
+    if log is None:
+        return None
+    return EventPruner(log, timedelta(days=settings.event_retention_days))
+
+
 class ThreadWorkers:
     """The workers of one process hosting threads, run and stopped together: ``main`` on
     ``settings.task_queue`` (workflows and shared activities) and one per agent served
     (``agent_workers``). Used as ``temporalio.worker.Worker`` is: ``await run()``,
-    ``async with``, ``shutdown()``, ``is_running``."""
+    ``async with``, ``shutdown()``, ``is_running``.
 
-    def __init__(self, main: Worker, agents: list[Worker]) -> None:
+    ``pruner``: the event log's retention, run in the background while ``run`` runs (every
+    worker of a deployment runs one; two at once remove the same rows at most once)."""
+
+    def __init__(
+        self, main: Worker, agents: list[Worker], pruner: EventPruner | None = None
+    ) -> None:
         self.main = main
         self.agents = agents
+        self.pruner = pruner
         # Agent workers first: once the thread's queue shows a poller, the agents' do too
         # (the API's NoWorkerForAgent check reads them in that order).
         self.workers = [*agents, main]
@@ -149,13 +168,16 @@ class ThreadWorkers:
                 the namespace or the connection refused).
         """
         self._tasks = [asyncio.create_task(worker.run()) for worker in self.agents]
+        pruning = asyncio.create_task(self.pruner.run()) if self.pruner else None
         try:
             await self._until_agents_run()
             self._tasks.append(asyncio.create_task(self.main.run()))
             done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if pruning is not None:
+                pruning.cancel()
             await self.shutdown()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(*self._tasks, *filter(None, [pruning]), return_exceptions=True)
         next(iter(done)).result()
 
     async def seen_by_temporal(self) -> bool:
@@ -225,7 +247,8 @@ def build_worker(
 ) -> ThreadWorkers:
     """The workers hosting threads: one on ``settings.task_queue`` with
     ``thread_workflows()`` and ``thread_activities(settings, agents)``, and one per agent
-    served on its own task queue (``agent_workers``), run together (``ThreadWorkers``).
+    served on its own task queue (``agent_workers``), run together (``ThreadWorkers``),
+    with the event log's pruner (``event_pruner``).
 
     ``client`` must use this package's data converter (``durable_agui.connect`` makes one);
     ``options`` go to each ``temporalio.worker.Worker`` (for example
@@ -254,7 +277,11 @@ def build_worker(
         interceptors=interceptors,
         **main_options,
     )
-    return ThreadWorkers(main, agent_workers(client, settings, agents=registry, **options))
+    return ThreadWorkers(
+        main,
+        agent_workers(client, settings, agents=registry, **options),
+        event_pruner(settings),
+    )
 
 
 async def run_worker(settings: Settings | None = None) -> None:

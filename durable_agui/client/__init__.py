@@ -29,6 +29,7 @@ from durable_agui.client.run_events import (
     RunSource,
     RunWindow,
     StreamSource,
+    ensure_retained,
     log_end,
     run_source,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "cursor_of",
     "delete_thread",
     "early_answers",
+    "ensure_retained",
     "fork_index",
     "fork_thread",
     "list_threads",

@@ -36,9 +36,10 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.SESSION_STORE_UNAVAILABLE: 503,
     ErrorType.SESSION_STORE_INCONSISTENT: 503,
     ErrorType.NO_WORKER_FOR_AGENT: 503,
+    ErrorType.RUN_EVENTS_PRUNED: 410,
 }
 """The status of each refusal of the thread (any other of ``THREAD_ERROR_TYPES``: 409), and
-of the API's own refusals on the way to a thread (``NoWorkerForAgent``)."""
+of the API's own refusals on the way to a thread (``NoWorkerForAgent``, ``RunEventsPruned``)."""
 
 
 def thread_not_found(thread_id: str) -> ThreadRefused:

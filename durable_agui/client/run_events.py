@@ -24,12 +24,14 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.client.refusals import STATUS_BY_ERROR_TYPE
 from durable_agui.core.contract import ErrorType, ThreadState, run_topic
 from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import EventLog, LoggedEvent, event_log
 from durable_agui.event_store.base import UNLOGGED, is_tombstone
+from durable_agui.event_store.retention import pruned_run
 from durable_agui.telemetry.metrics import api_instruments
 
 logger = logging.getLogger(__name__)
@@ -378,3 +380,38 @@ async def log_end(settings: Settings, session_id: str) -> int:
 
 NO_END = 2**62
 """``LogSource.since`` when the log's end could not be read."""
+
+
+async def ensure_retained(settings: Settings, state: ThreadState, run_id: str) -> None:
+    """Refuse to stream a finished run of the event log whose events were pruned
+    (``durable_agui.event_store.retention``), before the stream starts: an empty stream
+    would look like a run with nothing to say. A log that cannot be read refuses nothing
+    here (the stream says so itself).
+
+    Raises:
+        ThreadRefused: 410 ``RunEventsPruned``.
+    """
+    log = event_log(settings)
+    if log is None or not state.event_log or run_id not in state.finished_run_ids:
+        return
+    if any(e.run_id == run_id for e in state.unlogged_events):
+        return  # the thread still holds some of it: not pruned
+    from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
+
+    try:
+        mark = await asyncio.to_thread(pruned_run, log, state.session_id, run_id)
+    except STORE_ERRORS as err:
+        logger.warning("reading the event log's prune mark: %s", err)
+        return
+    if mark is not None:
+        days = settings.event_retention_days
+        raise ThreadRefused(
+            STATUS_BY_ERROR_TYPE[ErrorType.RUN_EVENTS_PRUNED],
+            ErrorType.RUN_EVENTS_PRUNED,
+            f"run {_shown(run_id)!r} finished more than {days:g} days ago and its events "
+            "were removed (the thread's messages are kept)",
+        )
+
+
+def _shown(run_id: str) -> str:
+    return run_id if len(run_id) <= 80 else run_id[:77] + "..."

@@ -111,6 +111,9 @@ class ErrorType(StrEnum):
     """``RunAgentInput.state`` that is not a JSON object."""
     INVALID_LAST_EVENT_ID = "InvalidLastEventId"
     RUN_NOT_FOUND = "RunNotFound"
+    RUN_EVENTS_PRUNED = "RunEventsPruned"
+    """The run finished longer ago than the event log's retention (``event_retention_days``)
+    and its events were pruned (410; the thread's messages stay)."""
     INVALID_HOST = "InvalidHost"
     """A ``Host`` that is not loopback while authentication is off."""
     CROSS_ORIGIN = "CrossOrigin"
@@ -178,7 +181,7 @@ name, path or host leaks."""
 
 class ThreadRefused(Exception):
     """A thread's client refusing a request (``durable_agui.client``): the status an HTTP
-    caller gets (404, 409, 413, 422, 429, 503), the ``ErrorType`` and a message a client
+    caller gets (404, 409, 410, 413, 422, 429, 503), the ``ErrorType`` and a message a client
     may read. The API answers it as its error body (``durable_agui.api.errors``); a worker
     decides from ``status`` whether retrying may help.
 

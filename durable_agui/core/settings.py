@@ -171,6 +171,12 @@ class Settings(BaseSettings):
     """How often an API that follows a run checks the SQLite event log for new events
     (milliseconds; PostgreSQL notifies instead, and this bounds a reread after a lost
     notification)."""
+    event_retention_days: float = Field(default=30, ge=0, le=3650, allow_inf_nan=False)
+    """How long the event log keeps a finished run's events (days, fractions allowed; at
+    most 3,650): a run whose ``RUN_FINISHED`` or ``RUN_ERROR`` is older is pruned by the
+    workers (``durable_agui.event_store.retention``), and a reconnect to it gets 410
+    ``RunEventsPruned``. The thread's messages and its Temporal history stay. ``0``: keep
+    every run's events for ever (no pruning)."""
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 

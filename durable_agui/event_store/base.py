@@ -15,11 +15,13 @@ from durable_agui.core.event_log import UNLOGGED, LoggedEvent
 __all__ = [
     "DELETED_RUN",
     "READ_PAGE",
+    "TERMINAL_TYPES",
     "UNLOGGED",
     "EventLog",
     "LogEntry",
     "LogWatcher",
     "LoggedEvent",
+    "PruneMark",
     "is_tombstone",
     "read_run",
     "tombstone_event",
@@ -44,6 +46,18 @@ class LogEntry:
     run_id: str
     data: dict[str, Any]
     key: str | None = None
+
+
+@dataclass(frozen=True)
+class PruneMark:
+    """What a thread's log keeps of its pruned runs (``durable_agui.event_store.retention``):
+    one per thread, removed with the thread.
+
+    ``through``: the offset after the last event pruned (the thread's offsets never go back
+    below it); ``at``: when its last events were pruned (Unix seconds)."""
+
+    through: int
+    at: float
 
 
 class LogWatcher:
@@ -101,8 +115,9 @@ class EventLog(ABC):
 
     @abstractmethod
     def append(self, thread: str, entries: list[LogEntry]) -> int:
-        """Append ``entries`` in order, in one transaction; returns the offset after the
-        thread's last event. A deleted thread's tombstone goes first."""
+        """Append ``entries`` in order, in one transaction, from the thread's ``end``;
+        returns the offset after the thread's last event. A deleted thread's tombstone goes
+        first."""
 
     @abstractmethod
     def read(
@@ -113,11 +128,28 @@ class EventLog(ABC):
 
     @abstractmethod
     def end(self, thread: str) -> int:
-        """The offset after the thread's last event (0 for none)."""
+        """The offset after the thread's last event, or after its last pruned one (its
+        ``PruneMark``) if that is later (0 for none)."""
 
     @abstractmethod
     def delete(self, thread: str) -> None:
-        """Remove the thread's events, leaving its tombstone (``DELETED_RUN``)."""
+        """Remove the thread's events and its ``PruneMark``, leaving its tombstone
+        (``DELETED_RUN``)."""
+
+    @abstractmethod
+    def prune(self, cutoff: float, rows: int) -> int:
+        """One short transaction of retention (``durable_agui.event_store.retention``):
+        remove at most ``rows`` events of runs whose terminal event (``RUN_FINISHED`` or
+        ``RUN_ERROR``) was appended before ``cutoff`` (Unix seconds), each run's terminal
+        event last, and raise the thread's ``PruneMark``; a deleted thread's tombstone goes
+        the same way, and leaves no mark. Events with no ``appended_at`` (appended before it
+        existed) are given the time now instead, at most ``rows`` of them, in a transaction
+        of their own. Returns the rows removed or stamped: 0 when nothing is left to do.
+        Safe to run in several processes at once (the same rows go, at most once)."""
+
+    @abstractmethod
+    def pruned(self, thread: str) -> PruneMark | None:
+        """The thread's ``PruneMark``, ``None`` when none of its events were pruned."""
 
     @abstractmethod
     def watcher(self) -> LogWatcher:
@@ -125,6 +157,10 @@ class EventLog(ABC):
 
     def describe(self) -> str:
         return self.kind
+
+
+TERMINAL_TYPES = ("RUN_FINISHED", "RUN_ERROR")
+"""The ``type`` of a run's terminal event: a run whose log holds one has finished."""
 
 
 def tombstone_event() -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The event log in the PostgreSQL session database (table ``durable_agui_event``, made
-by migration 0003), with ``LISTEN/NOTIFY`` to wake the APIs that follow a run."""
+by migration 0003; retention's ``durable_agui_event_pruned`` by 0005), with
+``LISTEN/NOTIFY`` to wake the APIs that follow a run."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 
 from durable_agui.event_store.base import (
     DELETED_RUN,
@@ -32,6 +33,7 @@ from durable_agui.event_store.base import (
     LogEntry,
     LoggedEvent,
     LogWatcher,
+    PruneMark,
     tombstone_event,
 )
 from durable_agui.sessions.postgres import PostgresSessionStore, metadata
@@ -51,6 +53,7 @@ event_table = Table(
     Column("data", Text, nullable=False),
     Column("appended_at", Double),  # Unix seconds, migration 0004
     Index("durable_agui_event_by_run", "session_id", "run_id", "event_offset"),
+    Index("durable_agui_event_by_time", "appended_at"),  # migration 0005
     Index(
         "durable_agui_event_by_key",
         "session_id",
@@ -59,6 +62,40 @@ event_table = Table(
         postgresql_where=text("idempotency_key IS NOT NULL"),
     ),
 )
+
+
+pruned_table = Table(
+    "durable_agui_event_pruned",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("through", BigInteger, nullable=False),
+    Column("pruned_at", Double, nullable=False),
+)
+"""Each thread's ``PruneMark`` (migration 0005)."""
+
+STAMP = text(
+    "UPDATE durable_agui_event SET appended_at = :now WHERE ctid IN "
+    "(SELECT ctid FROM durable_agui_event WHERE appended_at IS NULL LIMIT :rows)"
+)
+RUN_ENDS = text(
+    "SELECT session_id, run_id, event_offset FROM durable_agui_event "
+    "WHERE appended_at < :cutoff AND (data::json ->> 'type') IN ('RUN_FINISHED', 'RUN_ERROR') "
+    "ORDER BY appended_at LIMIT :rows"
+)
+"""Terminal events appended before a cutoff, oldest first (``durable_agui_event_by_time``)."""
+
+
+def _end(thread: str) -> Any:
+    """The thread's end: after its last event, or after its last pruned one if later."""
+    last = (
+        select(func.max(event_table.c.event_offset) + 1)
+        .where(event_table.c.session_id == thread)
+        .scalar_subquery()
+    )
+    through = (
+        select(pruned_table.c.through).where(pruned_table.c.session_id == thread).scalar_subquery()
+    )
+    return select(func.greatest(func.coalesce(last, 0), func.coalesce(through, 0)))
 
 
 def channel_key(thread: str) -> str:
@@ -98,11 +135,7 @@ class PostgresEventLog(EventLog):
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(thread)}
             )
-            end = connection.execute(
-                select(func.coalesce(func.max(event_table.c.event_offset) + 1, 0)).where(
-                    event_table.c.session_id == thread
-                )
-            ).scalar_one()
+            end = connection.execute(_end(thread)).scalar_one()
             connection.execute(
                 delete(event_table).where(
                     event_table.c.session_id == thread, event_table.c.run_id == DELETED_RUN
@@ -172,11 +205,7 @@ class PostgresEventLog(EventLog):
     def end(self, thread: str) -> int:
         self._store.repository()
         with self._engine.connect() as connection:
-            end = connection.execute(
-                select(func.coalesce(func.max(event_table.c.event_offset) + 1, 0)).where(
-                    event_table.c.session_id == thread
-                )
-            ).scalar_one()
+            end = connection.execute(_end(thread)).scalar_one()
         return int(end)
 
     def delete(self, thread: str) -> None:
@@ -185,12 +214,9 @@ class PostgresEventLog(EventLog):
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(thread)}
             )
-            end = connection.execute(
-                select(func.coalesce(func.max(event_table.c.event_offset) + 1, 0)).where(
-                    event_table.c.session_id == thread
-                )
-            ).scalar_one()
+            end = connection.execute(_end(thread)).scalar_one()
             connection.execute(delete(event_table).where(event_table.c.session_id == thread))
+            connection.execute(delete(pruned_table).where(pruned_table.c.session_id == thread))
             connection.execute(
                 insert(event_table).values(
                     session_id=thread,
@@ -198,12 +224,44 @@ class PostgresEventLog(EventLog):
                     run_id=DELETED_RUN,
                     idempotency_key=None,
                     data=_dumps(tombstone_event()),
+                    appended_at=time.time(),
                 )
             )
             connection.execute(
                 text("SELECT pg_notify(:channel, :payload)"),
                 {"channel": CHANNEL, "payload": channel_key(thread)},
             )
+
+    def prune(self, cutoff: float, rows: int) -> int:
+        self._store.repository()
+        with self._engine.begin() as connection:
+            stamped = connection.execute(STAMP, {"now": time.time(), "rows": rows}).rowcount
+        if stamped:
+            return int(stamped)
+        with self._engine.connect() as connection:
+            ends = connection.execute(RUN_ENDS, {"cutoff": cutoff, "rows": rows}).all()
+        if not ends:
+            return 0
+        removed = 0
+        with self._engine.begin() as connection:
+            # The appenders' locks, in one order: two pruners never wait on each other.
+            for key in sorted({_lock_key(thread) for thread, _, _ in ends}):
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            for thread, run_id, end in ends:
+                removed += _prune_run(connection, thread, run_id, int(end), rows - removed)
+                if removed >= rows:
+                    break
+        return removed
+
+    def pruned(self, thread: str) -> PruneMark | None:
+        self._store.repository()
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                select(pruned_table.c.through, pruned_table.c.pruned_at).where(
+                    pruned_table.c.session_id == thread
+                )
+            ).first()
+        return None if row is None else PruneMark(int(row[0]), float(row[1]))
 
     def watcher(self) -> LogWatcher:
         if self._watcher is None:
@@ -215,6 +273,46 @@ class PostgresEventLog(EventLog):
 
     def describe(self) -> str:
         return f"postgres table {event_table.name}"
+
+
+def _prune_run(connection: Connection, thread: str, run_id: str, end: int, budget: int) -> int:
+    """Remove at most ``budget`` events of run ``run_id`` (terminal event at ``end``) by
+    primary key, in offset order and its terminal event last, so a run half pruned still
+    reads as finished to the next batch; raise the thread's mark. Returns the rows removed
+    (0 when another pruner took them)."""
+    offsets = list(
+        connection.execute(
+            select(event_table.c.event_offset)
+            .where(
+                event_table.c.session_id == thread,
+                event_table.c.run_id == run_id,
+                event_table.c.event_offset != end,
+            )
+            .order_by(event_table.c.event_offset)
+            .limit(budget)
+        ).scalars()
+    )
+    if len(offsets) < budget:
+        offsets.append(end)
+    removed = connection.execute(
+        delete(event_table).where(
+            event_table.c.session_id == thread, event_table.c.event_offset.in_(offsets)
+        )
+    ).rowcount
+    if removed and run_id != DELETED_RUN:
+        mark = insert(pruned_table).values(
+            session_id=thread, through=max(offsets) + 1, pruned_at=time.time()
+        )
+        connection.execute(
+            mark.on_conflict_do_update(
+                index_elements=[pruned_table.c.session_id],
+                set_={
+                    "through": func.greatest(pruned_table.c.through, mark.excluded.through),
+                    "pruned_at": mark.excluded.pruned_at,
+                },
+            )
+        )
+    return int(removed)
 
 
 def _dumps(data: object) -> str:

@@ -18,6 +18,7 @@ from durable_agui.event_store.base import (
     LogEntry,
     LoggedEvent,
     LogWatcher,
+    PruneMark,
     tombstone_event,
 )
 
@@ -36,7 +37,25 @@ CREATE TABLE IF NOT EXISTS event (
 CREATE INDEX IF NOT EXISTS event_by_run ON event (thread, run_id, event_offset);
 CREATE UNIQUE INDEX IF NOT EXISTS event_by_key ON event (thread, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS event_pruned (
+    thread TEXT PRIMARY KEY,
+    through INTEGER NOT NULL,
+    pruned_at REAL NOT NULL
+);
 """
+AFTER_APPENDED_AT = "CREATE INDEX IF NOT EXISTS event_by_time ON event (appended_at)"
+"""Retention's index, made once ``appended_at`` exists (a file from before it gets both)."""
+END = (
+    "SELECT max(coalesce((SELECT max(event_offset) + 1 FROM event WHERE thread = ?1), 0), "
+    "coalesce((SELECT through FROM event_pruned WHERE thread = ?1), 0))"
+)
+"""The thread's end: after its last event, or after its last pruned one if later."""
+RUN_ENDS = (
+    "SELECT thread, run_id, event_offset FROM event WHERE appended_at < ? "
+    "AND json_extract(data, '$.type') IN ('RUN_FINISHED', 'RUN_ERROR') "
+    "ORDER BY appended_at LIMIT ?"
+)
+"""Terminal events appended before a cutoff, oldest first (``event_by_time``)."""
 COLUMNS = "(thread, event_offset, run_id, idempotency_key, data, appended_at)"
 BUSY_TIMEOUT_MS = 5000
 
@@ -69,6 +88,7 @@ class SqliteEventLog(EventLog):
             if not self._prepared:
                 connection.executescript(SCHEMA)
                 _add_appended_at(connection)
+                connection.execute(AFTER_APPENDED_AT)
                 self._prepared = True
             self._local.connection = connection
         return connection
@@ -80,9 +100,7 @@ class SqliteEventLog(EventLog):
         connection = self._connection()
         connection.execute("BEGIN IMMEDIATE")
         try:
-            (end,) = connection.execute(
-                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
-            ).fetchone()
+            (end,) = connection.execute(END, (thread,)).fetchone()
             connection.execute(
                 "DELETE FROM event WHERE thread = ? AND run_id = ?", (thread, DELETED_RUN)
             )
@@ -128,23 +146,16 @@ class SqliteEventLog(EventLog):
         ]
 
     def end(self, thread: str) -> int:
-        (end,) = (
-            self._connection()
-            .execute(
-                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
-            )
-            .fetchone()
-        )
+        (end,) = self._connection().execute(END, (thread,)).fetchone()
         return int(end)
 
     def delete(self, thread: str) -> None:
         connection = self._connection()
         connection.execute("BEGIN IMMEDIATE")
         try:
-            (end,) = connection.execute(
-                "SELECT coalesce(max(event_offset) + 1, 0) FROM event WHERE thread = ?", (thread,)
-            ).fetchone()
+            (end,) = connection.execute(END, (thread,)).fetchone()
             connection.execute("DELETE FROM event WHERE thread = ?", (thread,))
+            connection.execute("DELETE FROM event_pruned WHERE thread = ?", (thread,))
             connection.execute(
                 f"INSERT INTO event {COLUMNS} VALUES (?, ?, ?, NULL, ?, ?)",
                 (thread, end, DELETED_RUN, _dumps(tombstone_event()), time.time()),
@@ -155,6 +166,40 @@ class SqliteEventLog(EventLog):
                 connection.execute("ROLLBACK")
             raise
 
+    def prune(self, cutoff: float, rows: int) -> int:
+        connection = self._connection()
+        stamped = connection.execute(
+            "UPDATE event SET appended_at = ? WHERE rowid IN "
+            "(SELECT rowid FROM event WHERE appended_at IS NULL LIMIT ?)",
+            (time.time(), rows),
+        ).rowcount
+        if stamped:
+            return int(stamped)
+        ends = connection.execute(RUN_ENDS, (cutoff, rows)).fetchall()
+        if not ends:
+            return 0
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            removed = 0
+            for thread, run_id, end in ends:
+                removed += _prune_run(connection, thread, run_id, end, rows - removed)
+                if removed >= rows:
+                    break
+            connection.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+        return removed
+
+    def pruned(self, thread: str) -> PruneMark | None:
+        row = (
+            self._connection()
+            .execute("SELECT through, pruned_at FROM event_pruned WHERE thread = ?", (thread,))
+            .fetchone()
+        )
+        return None if row is None else PruneMark(int(row[0]), float(row[1]))
+
     def watcher(self) -> LogWatcher:
         if self._watcher is None:
             self._watcher = _DataVersionWatcher(self.path, self._poll_ms)
@@ -162,6 +207,37 @@ class SqliteEventLog(EventLog):
 
     def describe(self) -> str:
         return f"sqlite {self.path}"
+
+
+def _prune_run(
+    connection: sqlite3.Connection, thread: str, run_id: str, end: int, budget: int
+) -> int:
+    """Remove at most ``budget`` events of run ``run_id`` (terminal event at ``end``), in
+    offset order and its terminal event last, so a run half pruned still reads as finished
+    to the next batch; raise the thread's mark. Returns the rows removed (0 when another
+    pruner took them)."""
+    offsets = [
+        offset
+        for (offset,) in connection.execute(
+            "SELECT event_offset FROM event WHERE thread = ? AND run_id = ? "
+            "AND event_offset != ? ORDER BY event_offset LIMIT ?",
+            (thread, run_id, end, budget),
+        )
+    ]
+    if len(offsets) < budget:
+        offsets.append(end)
+    removed = connection.executemany(
+        "DELETE FROM event WHERE thread = ? AND event_offset = ?",
+        [(thread, offset) for offset in offsets],
+    ).rowcount
+    if removed and run_id != DELETED_RUN:
+        connection.execute(
+            "INSERT INTO event_pruned (thread, through, pruned_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (thread) DO UPDATE SET through = max(through, excluded.through), "
+            "pruned_at = excluded.pruned_at",
+            (thread, max(offsets) + 1, time.time()),
+        )
+    return int(removed)
 
 
 def _add_appended_at(connection: sqlite3.Connection) -> None:
