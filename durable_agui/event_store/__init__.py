@@ -13,6 +13,10 @@ file store's directory, a table in the PostgreSQL session database. Threads star
 store, or with ``DURABLE_AGUI_EVENT_LOG=workflow``, keep their events in the thread's
 workflow stream instead (``temporalio.contrib.workflow_streams``), as every thread started
 before the log did; each thread keeps the one it started with.
+
+How long: a finished run's events are kept for ``DURABLE_AGUI_EVENT_RETENTION_DAYS``, then
+pruned by the workers (``durable_agui.event_store.retention``); a reconnect to a pruned run
+gets 410 ``RunEventsPruned``.
 """
 
 from __future__ import annotations
