@@ -13,6 +13,7 @@ from durable_agui.core.event_log import UNLOGGED, LoggedEvent
 
 # LoggedEvent and UNLOGGED are core's (the workflow stream's reads use them too).
 __all__ = [
+    "BRIEF_LOCK_WAIT_MS",
     "DELETED_RUN",
     "READ_PAGE",
     "UNLOGGED",
@@ -27,6 +28,9 @@ __all__ = [
 
 READ_PAGE = 1000
 """Events one ``EventLog.read`` returns at most by default."""
+BRIEF_LOCK_WAIT_MS = 50
+"""How long an append with ``wait=False`` waits for another writer's lock: an ordinary
+concurrent write (a few ms) gets through, a held lock fails the append at once."""
 DELETED_RUN = ""
 """``run_id`` of a deleted thread's tombstone: the one entry left of its events, a
 ``RUN_ERROR`` ``ThreadDeleted`` that every reader of the thread's runs sees, so a client
@@ -100,9 +104,13 @@ class EventLog(ABC):
         """
 
     @abstractmethod
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         """Append ``entries`` in order, in one transaction; returns the offset after the
-        thread's last event. A deleted thread's tombstone goes first."""
+        thread's last event. A deleted thread's tombstone goes first.
+
+        ``wait=False`` (an attempt inside a workflow task): wait at most
+        ``BRIEF_LOCK_WAIT_MS`` for another writer's lock, then raise the driver's error
+        (one of ``STORE_ERRORS``), so the caller retries outside the task."""
 
     @abstractmethod
     def read(

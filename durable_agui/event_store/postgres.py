@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
 
 from durable_agui.event_store.base import (
+    BRIEF_LOCK_WAIT_MS,
     DELETED_RUN,
     EventLog,
     LogEntry,
@@ -92,9 +93,11 @@ class PostgresEventLog(EventLog):
     def prepare(self) -> None:
         self._store.prepare()
 
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         self._store.repository()  # migrated on first use, as the store is
         with self._engine.begin() as connection:
+            if not wait:  # for this transaction only: the advisory lock is a lock wait
+                connection.execute(text(f"SET LOCAL lock_timeout = {BRIEF_LOCK_WAIT_MS}"))
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(thread)}
             )

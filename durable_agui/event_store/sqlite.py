@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from durable_agui.event_store.base import (
+    BRIEF_LOCK_WAIT_MS,
     DELETED_RUN,
     EventLog,
     LogEntry,
@@ -76,8 +77,10 @@ class SqliteEventLog(EventLog):
     def prepare(self) -> None:
         self._connection()
 
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         connection = self._connection()
+        busy_ms = BUSY_TIMEOUT_MS if wait else BRIEF_LOCK_WAIT_MS
+        connection.execute(f"PRAGMA busy_timeout = {busy_ms}")  # per append: one connection
         connection.execute("BEGIN IMMEDIATE")
         try:
             (end,) = connection.execute(
