@@ -1,10 +1,12 @@
 """The event log on each of its stores, without Temporal: an append made inside a workflow
 task (``wait=False``) is refused while another writer holds the log's lock, and goes
-through once it is released."""
+through once it is released; the log's id, and a log that is not the one a process opened
+(or a thread started on) refused."""
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +16,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from durable_agui.core.settings import Settings
-from durable_agui.event_store import EventLog, LogEntry
+from durable_agui.event_store import EventLog, EventLogReplaced, LogEntry
 from durable_agui.event_store.postgres import PostgresEventLog, _lock_key
-from durable_agui.event_store.sqlite import SqliteEventLog
+from durable_agui.event_store.sqlite import SCHEMA, SqliteEventLog
 from durable_agui.sessions import STORE_ERRORS, session_store
 from durable_agui.sessions.postgres import PostgresSessionStore
 from tests.postgres import ExternalPostgres, PostgresServer
@@ -79,3 +81,62 @@ def assert_refused_while_locked(
     assert log.end("t") == 0
     assert log.append("t", [EVENT], wait=False) == 1
     assert [e.data for e in log.read("t", "r1", 0)] == [EVENT.data]
+
+
+def test_an_sqlite_log_removed_or_replaced_under_a_process_is_refused_until_it_is_back(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.sqlite3"
+    log = SqliteEventLog(path)
+    log.prepare()
+    ours = log.identity()
+    log.append("t", [EVENT])
+    move_log(path, tmp_path / "kept.sqlite3")
+    with pytest.raises(EventLogReplaced) as removed:
+        log.read("t", "r1", 0)
+    assert (removed.value.expected, removed.value.found) == (ours, None)
+    assert not path.exists()  # never created again under the process
+    with contextlib.closing(sqlite3.connect(path)) as other:  # another log where ours was
+        other.executescript(SCHEMA)
+        other.execute("INSERT INTO log_meta VALUES (1, 'another-log', 0)")
+        other.commit()
+    with pytest.raises(EventLogReplaced) as replaced:
+        log.append("t", [EVENT])
+    assert (replaced.value.expected, replaced.value.found) == (ours, "another-log")
+    assert ours in str(replaced.value) and "another-log" in str(replaced.value)
+    move_log(path, tmp_path / "another.sqlite3")
+    move_log(tmp_path / "kept.sqlite3", path)  # the original put back
+    assert [e.data for e in log.read("t", "r1", 0)] == [EVENT.data]
+
+
+def move_log(source: Path, target: Path) -> None:
+    """Move an SQLite file with its write-ahead log and index (as an operator must)."""
+    for suffix in ("", "-wal", "-shm"):
+        moved = source.with_name(source.name + suffix)
+        if moved.exists():
+            shutil.move(moved, target.with_name(target.name + suffix))
+
+
+def test_an_sqlite_log_made_before_ids_gets_one_and_keeps_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as old:
+        old.executescript(SCHEMA.split("CREATE TABLE IF NOT EXISTS log_meta")[0])
+        old.execute("INSERT INTO event VALUES ('t', 0, 'r1', 'k1', '{}', NULL)")
+        old.commit()
+    log = SqliteEventLog(path)
+    log.check(None)  # a thread started before ids: accepted
+    assert log.end("t") == 1
+    assert SqliteEventLog(path).identity() == log.identity()
+
+
+def test_a_postgres_log_has_one_id_and_refuses_a_thread_of_another(
+    postgres_server: PostgresServer | ExternalPostgres,
+) -> None:
+    first = postgres_log(postgres_server.new_database())
+    second = postgres_log(postgres_server.new_database())
+    assert first.identity() != second.identity()
+    first.check(first.identity())
+    first.check(None)
+    with pytest.raises(EventLogReplaced) as refused:
+        first.check(second.identity())
+    assert (refused.value.expected, refused.value.found) == (second.identity(), first.identity())

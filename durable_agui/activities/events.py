@@ -47,10 +47,13 @@ class EventLogActivities:
 
         Raises:
             ApplicationError: ``SessionStoreUnavailable`` (retried) when the log cannot be
-                reached or is locked; ``EventLogUnavailable`` (``required_log``).
+                reached or is locked; ``EventLogReplaced`` (retried) when it is not the
+                thread's (``request.event_log_id``); ``EventLogUnavailable``
+                (``required_log``).
         """
         log = required_log(self._settings)
         entries = [LogEntry(e.run_id, e.data, e.key) for e in request.events]
         wait = not activity.info().is_local
         with store_errors_as_application_errors():
+            await asyncio.to_thread(log.check, request.event_log_id)
             await asyncio.to_thread(log.append, request.session_id, entries, wait)

@@ -35,6 +35,7 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.MEDIA_FETCH_FAILED: 422,
     ErrorType.SESSION_STORE_UNAVAILABLE: 503,
     ErrorType.SESSION_STORE_INCONSISTENT: 503,
+    ErrorType.EVENT_LOG_REPLACED: 503,
     ErrorType.NO_WORKER_FOR_AGENT: 503,
 }
 """The status of each refusal of the thread (any other of ``THREAD_ERROR_TYPES``: 409), and

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Column,
     Double,
     Index,
+    Integer,
     Table,
     Text,
     delete,
@@ -62,6 +63,16 @@ event_table = Table(
 )
 
 
+log_table = Table(
+    "durable_agui_event_log",
+    metadata,
+    Column("one", Integer, primary_key=True),  # one row (migration 0005)
+    Column("log_id", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+)
+"""The log's id, written by the migration that made the table."""
+
+
 def channel_key(thread: str) -> str:
     """The ``NOTIFY`` payload for ``thread``: short whatever the id (payloads stop at 8000
     bytes)."""
@@ -89,9 +100,17 @@ class PostgresEventLog(EventLog):
         self._engine = store.engine
         self._poll_ms = poll_ms
         self._watcher: _ListenWatcher | None = None
+        self._log_id: str | None = None
 
     def prepare(self) -> None:
         self._store.prepare()
+
+    def identity(self) -> str:
+        if self._log_id is None:
+            self._store.repository()
+            with self._engine.connect() as connection:
+                self._log_id = connection.execute(select(log_table.c.log_id)).scalar_one()
+        return self._log_id
 
     def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         self._store.repository()  # migrated on first use, as the store is
