@@ -399,7 +399,8 @@ async def log_end(settings: Settings, session_id: str, log_id: str | None = None
 
 async def new_threads_log_id(settings: Settings) -> str | None:
     """The id of the event log threads started now keep their events in (``None``: they
-    keep them in their workflow stream).
+    keep them in their workflow stream, or the log's store is away and the id was never
+    read: the thread then records none, and any log takes it).
 
     Raises:
         ThreadRefused: 503 ``EventLogReplaced``: the SQLite file this process opened was
@@ -408,10 +409,15 @@ async def new_threads_log_id(settings: Settings) -> str | None:
     log = event_log(settings)
     if log is None or not new_threads_log(settings):
         return None
+    from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
+
     try:
         return await asyncio.to_thread(log.identity)
     except EventLogReplaced as err:
         raise log_replaced(err) from None
+    except STORE_ERRORS as err:  # the run meets the store's outage in its turn
+        logger.warning("reading the event log's id: %s", err)
+        return None
 
 
 def log_replaced(err: EventLogReplaced) -> ThreadRefused:

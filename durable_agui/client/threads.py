@@ -60,6 +60,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.event_log import READ_TIMEOUT, read_thread
 from durable_agui.core.settings import Settings
+from durable_agui.event_store import new_threads_log
 
 WORKFLOW_TYPE = "AgentThreadWorkflow"
 ROLLOVER_RETRIES = 25
@@ -169,7 +170,7 @@ def _start_operation(
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
             idle_ttl_s=settings.thread_ttl_s,
             idle_ttl_removes_session=settings.thread_ttl_removes_session,
-            event_log=log_id is not None,
+            event_log=new_threads_log(settings),
             event_log_id=log_id,
         ),
         id=workflow_id,

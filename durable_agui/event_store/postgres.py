@@ -104,6 +104,7 @@ class PostgresEventLog(EventLog):
 
     def prepare(self) -> None:
         self._store.prepare()
+        self.identity()  # read once, at startup: a later outage does not hide it
 
     def identity(self) -> str:
         if self._log_id is None:
