@@ -6,10 +6,13 @@ grow with the length of its answer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sqlite3
 from collections import Counter
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +23,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.event_store import EVENTS_FILE
+from durable_agui.event_store.sqlite import BUSY_TIMEOUT_MS
 from tests.stack import Cluster
 from tests.support import (
     CONFIRM_BOOKING,
@@ -193,6 +197,72 @@ async def test_a_follower_gets_the_runs_end_while_the_log_still_refuses_writes(
     check_stream(events)
     assert events[-1]["type"] == "RUN_ERROR", events[-1]
     assert events[-1]["code"] == "SessionStoreUnavailable", events[-1]
+
+
+@pytest.mark.parametrize("cluster", ["file"], indirect=True)
+async def test_a_locked_log_holds_no_workflow_task_and_gets_the_runs_end_once_free(
+    cluster: Cluster,
+) -> None:
+    """Another process holds the SQLite log's write lock from mid-answer on: the turn's
+    attempts wait for it in their activity and fail, the run ends in the thread, and the
+    thread's read (``GET /threads/{id}``) answers while the lock is still held: the
+    workflow's own write did not wait for the lock inside a workflow task (no task lasted
+    the time a write waits for it). Released, the log gets the run's end."""
+    cluster.start_worker("w", SLOW_MODEL)
+    url = cluster.start_api("api")
+    path = cluster.data_dir / "sessions" / EVENTS_FILE
+    body = run_input("log-held", "r1", [{"id": "u1", "role": "user", "content": words(40)}], [])
+    holder = sqlite3.connect(path, isolation_level=None)
+
+    async def lock_mid_answer(events: list[dict[str, Any]]) -> None:
+        if not holder.in_transaction and any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+            holder.execute("BEGIN IMMEDIATE")  # the write lock: readers go on, writers wait
+
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            events, _ = await stream_run(http, "/agents/demo", lock_mid_answer, json=body)
+            assert events[-1]["type"] == "RUN_ERROR", events[-1]
+            read = await http.get("/threads/log-held")
+            assert read.status_code == 200, read.text
+            assert holder.in_transaction  # answered while the log still refused writes
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    logged = await logged_types(path, "log-held", "r1")
+    assert logged[0] == "RUN_STARTED" and logged.count("RUN_ERROR") == 1, logged
+    longest = await longest_workflow_task(cluster, "log-held")
+    assert longest < timedelta(milliseconds=BUSY_TIMEOUT_MS), longest
+
+
+async def logged_types(path: Path, thread: str, run_id: str) -> list[str]:
+    """The types of run ``run_id``'s events in the SQLite log at ``path`` once it holds the
+    run's end (the workflow's write, retried in the background, comes within a minute)."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        with contextlib.closing(sqlite3.connect(path)) as reader:
+            rows = reader.execute(
+                "SELECT data FROM event WHERE thread = ? AND run_id = ? ORDER BY event_offset",
+                (thread, run_id),
+            ).fetchall()
+        types = [json.loads(data)["type"] for (data,) in rows]
+        if types and types[-1] in ("RUN_FINISHED", "RUN_ERROR"):
+            return types
+        assert asyncio.get_running_loop().time() < deadline, types
+        await asyncio.sleep(0.2)
+
+
+async def longest_workflow_task(cluster: Cluster, thread: str) -> timedelta:
+    """The longest time one workflow task of the thread's history was open (from started
+    to completed)."""
+    client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
+    history = await client.get_workflow_handle(workflow_id_for(thread)).fetch_history()
+    longest, started = timedelta(0), None
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            started = event.event_time.ToDatetime()
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and started:
+            longest = max(longest, event.event_time.ToDatetime() - started)
+    return longest
 
 
 async def test_a_follower_of_a_deleted_threads_run_ends_when_its_id_is_taken_again(

@@ -40,11 +40,20 @@ class EventLogActivities:
         """Append the thread's events in order; those whose key the log holds are skipped
         (safe to retry).
 
+        Run as a local activity (the workflow's only way), an attempt holds its workflow
+        task open, and with it the thread's reads and cancels: it does not wait for a lock
+        another writer holds (``EventLog.append(wait=False)``) but fails, and the workflow
+        retries after a timer, outside the task.
+
         Raises:
             ApplicationError: ``SessionStoreUnavailable`` (retried) when the log cannot be
-                reached; ``EventLogUnavailable`` (``required_log``).
+                reached or is locked; ``EventLogReplaced`` (retried) when it is not the
+                thread's (``request.event_log_id``); ``EventLogUnavailable``
+                (``required_log``).
         """
         log = required_log(self._settings)
         entries = [LogEntry(e.run_id, e.data, e.key) for e in request.events]
+        wait = not activity.info().is_local
         with store_errors_as_application_errors():
-            await asyncio.to_thread(log.append, request.session_id, entries)
+            await asyncio.to_thread(log.check, request.event_log_id)
+            await asyncio.to_thread(log.append, request.session_id, entries, wait)

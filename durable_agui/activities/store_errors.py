@@ -9,6 +9,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import ErrorType
+from durable_agui.event_store import EventLogReplaced
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
 from durable_agui.sessions.store import Writer, WriterSuperseded
 
@@ -37,9 +38,15 @@ def store_errors_as_application_errors() -> Iterator[None]:
       with ``RUN_ERROR``, and the thread's next run succeeds once the store is repaired.
     - ``WriterSuperseded`` (a later attempt writes the session): ``WriterSuperseded``; the
       server already gave this attempt up, so nothing reads it.
+    - ``EventLogReplaced`` (the event log is not the thread's): ``EventLogReplaced``,
+      retried: it does not heal by itself, but an operator may put the right file back, and
+      an event appended late beats an event lost. Its message names both log ids.
     """
     try:
         yield
+    except EventLogReplaced as err:
+        activity.logger.error("%s (this worker's log: %s)", err, err.where)
+        raise ApplicationError(str(err), type=ErrorType.EVENT_LOG_REPLACED) from None
     except WriterSuperseded as err:
         activity.logger.warning("this attempt stops writing the session: %s", err)
         raise ApplicationError(str(err), type=ErrorType.WRITER_SUPERSEDED) from None

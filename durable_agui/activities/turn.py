@@ -418,6 +418,8 @@ class TurnActivities:
         session_id = turn.session_id or turn.thread_id
         log = required_log(self._settings) if turn.event_log else None
         with store_errors_as_application_errors():
+            if log is not None:  # the thread's log, before anything is written
+                await asyncio.to_thread(log.check, turn.event_log_id)
             async with RunEventPublisher(turn.run_id, interval, log, session_id) as events:
                 # First: from here on an earlier attempt still running (the server gave it
                 # up while it was away) writes nothing, to the session or to the run's

@@ -169,7 +169,9 @@ async def connect_frames(
     joined = joined_run(state)
     messages, shared = await _stored(settings, thread_id, state, joined, initial_state)
     if state is not None and joined is not None:
-        since = await log_end(settings, state.session_id) if state.event_log else 0
+        since = (
+            await log_end(settings, state.session_id, state.event_log_id) if state.event_log else 0
+        )
         source = run_source(client, settings, workflow_id, state.session_id, state.event_log, since)
         frames = run_event_frames(source, settings, joined, RunWindow.of(state, joined))
         return _after_first(frames, _snapshots(messages, shared))

@@ -25,6 +25,7 @@ from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, one_line, until_stopped
 from durable_agui.core.settings import Settings
 from durable_agui.core.temporal import API_RETRY, connect
+from durable_agui.event_store import event_log
 from durable_agui.sessions import session_store
 from durable_agui.telemetry import Telemetry, start_telemetry
 from durable_agui.worker import ThreadWorkers, build_worker
@@ -182,6 +183,9 @@ async def _agents_and_store(
         agents = served_agents(settings)
     try:
         await asyncio.to_thread(session_store(settings).prepare)
+        log = event_log(settings)
+        if log is not None:  # made now, or opened: its id is this process's from here on
+            await asyncio.to_thread(log.prepare)
     except Exception as err:
         raise CommandFailed(
             f"the {settings.session_store} session store: {one_line(err)}"

@@ -29,7 +29,13 @@ from durable_agui.core.contract import ErrorType, ThreadState, run_topic
 from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.event_store import EventLog, LoggedEvent, event_log
+from durable_agui.event_store import (
+    EventLog,
+    EventLogReplaced,
+    LoggedEvent,
+    event_log,
+    new_threads_log,
+)
 from durable_agui.event_store.base import UNLOGGED, is_tombstone
 from durable_agui.event_store.retention import pruned_run
 from durable_agui.telemetry.metrics import api_instruments
@@ -192,7 +198,7 @@ class LogSource:
             while True:
                 try:
                     page, offset = await self._read(run_id, offset)
-                except STORE_ERRORS:
+                except _log_errors(STORE_ERRORS):
                     if finished:
                         raise
                     return events, offset  # following waits for the log (``followed``)
@@ -236,7 +242,7 @@ class LogSource:
         changed.clear()
         try:
             page, following.offset = await self._read(run_id, following.offset)
-        except STORE_ERRORS as err:
+        except _log_errors(STORE_ERRORS) as err:
             return await self._outage_step(run_id, following, err)
         if page:
             return self._page_step(page, following)
@@ -304,6 +310,12 @@ class LogSource:
         return described.status == WorkflowExecutionStatus.RUNNING
 
 
+def _log_errors(store_errors: tuple[type[Exception], ...]) -> tuple[type[Exception], ...]:
+    """What a reader of the log meets when it cannot read it: its store away, or a log that
+    is not the thread's (both: read the thread's state until the log is back)."""
+    return (*store_errors, EventLogReplaced)
+
+
 def _record_lag(events: list[LoggedEvent]) -> None:
     """``EVENT_LOG_LAG`` of events a live follower just read: now minus their append."""
     now = time.time()
@@ -362,20 +374,59 @@ def run_source(
     return LogSource(log, session_id, client, workflow_id, since)
 
 
-async def log_end(settings: Settings, session_id: str) -> int:
+async def log_end(settings: Settings, session_id: str, log_id: str | None = None) -> int:
     """The event log's end for thread ``session_id`` now (0 without a log), a stream's
     ``LogSource.since``; ``NO_END`` when the log cannot be read (no tombstone counts then:
-    the run's own events still end its stream, and a stream is never refused for it)."""
+    the run's own events still end its stream, and a stream is never refused for it).
+
+    Raises:
+        ThreadRefused: 503 ``EventLogReplaced``: the thread's log (``log_id``, its
+            ``ThreadState.event_log_id``) is not this process's, or the SQLite file this
+            process opened was removed or replaced.
+    """
     log = event_log(settings)
     if log is None:
         return 0
     from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
 
     try:
+        await asyncio.to_thread(log.check, log_id)
         return await asyncio.to_thread(log.end, session_id)
+    except EventLogReplaced as err:
+        raise log_replaced(err) from None
     except STORE_ERRORS as err:
         logger.warning("reading the event log's end: %s", err)
         return NO_END
+
+
+async def new_threads_log_id(settings: Settings) -> str | None:
+    """The id of the event log threads started now keep their events in (``None``: they
+    keep them in their workflow stream, or the log's store is away and the id was never
+    read: the thread then records none, and any log takes it).
+
+    Raises:
+        ThreadRefused: 503 ``EventLogReplaced``: the SQLite file this process opened was
+            removed or replaced (no thread is started on another).
+    """
+    log = event_log(settings)
+    if log is None or not new_threads_log(settings):
+        return None
+    from durable_agui.sessions import STORE_ERRORS  # the stores' drivers
+
+    try:
+        return await asyncio.to_thread(log.identity)
+    except EventLogReplaced as err:
+        raise log_replaced(err) from None
+    except STORE_ERRORS as err:  # the run meets the store's outage in its turn
+        logger.warning("reading the event log's id: %s", err)
+        return None
+
+
+def log_replaced(err: EventLogReplaced) -> ThreadRefused:
+    """The refusal for a log that is not the thread's; the log's path goes to this process's
+    log only."""
+    logger.error("%s (this process's log: %s)", err, err.where)
+    return ThreadRefused(503, ErrorType.EVENT_LOG_REPLACED, str(err))
 
 
 NO_END = 2**62

@@ -33,6 +33,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agui.client.refusals import from_temporal_error, thread_not_found
+from durable_agui.client.run_events import new_threads_log_id
 from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,
@@ -132,13 +133,17 @@ async def submit_run(
 
         return await _call(thread_id, answer)
 
+    log_id = await new_threads_log_id(settings)
+
     async def send() -> RunAccepted:
         # A new start operation each attempt: one that was sent cannot be sent again (a
         # retry while the thread rolls over or is deleted would fail with RuntimeError).
         accepted: RunAccepted = await client.execute_update_with_start_workflow(
             "submit_run",
             request,
-            start_workflow_operation=_start_operation(settings, thread_id, workflow_id, request),
+            start_workflow_operation=_start_operation(
+                settings, thread_id, workflow_id, request, log_id
+            ),
             id=update_id,
             result_type=RunAccepted,
         )
@@ -148,9 +153,10 @@ async def submit_run(
 
 
 def _start_operation(
-    settings: Settings, thread_id: str, workflow_id: str, request: RunRequest
+    settings: Settings, thread_id: str, workflow_id: str, request: RunRequest, log_id: str | None
 ) -> WithStartWorkflowOperation[Any, Any]:
-    """How a run's update-with-start creates its thread, when there is none yet."""
+    """How a run's update-with-start creates its thread, when there is none yet (on the
+    event log ``log_id``, when not ``None``)."""
     return WithStartWorkflowOperation(
         WORKFLOW_TYPE,
         ThreadInput(
@@ -165,6 +171,7 @@ def _start_operation(
             idle_ttl_s=settings.thread_ttl_s,
             idle_ttl_removes_session=settings.thread_ttl_removes_session,
             event_log=new_threads_log(settings),
+            event_log_id=log_id,
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -55,6 +55,11 @@ class ErrorType(StrEnum):
     """The thread keeps its events in the event log and this worker has none (its
     ``DURABLE_AGUI_EVENT_LOG`` or session store differs from the API's): the run ends with
     ``RUN_ERROR``."""
+    EVENT_LOG_REPLACED = "EventLogReplaced"
+    """The event log at hand is not the thread's: the SQLite file a process opened was
+    removed or replaced, or the process's log (its data directory, its database) is not the
+    one the thread started on. Nothing is read or written (503); appends are retried until
+    the right log is back, a turn fails after its attempts (``RUN_ERROR``)."""
     INVALID_TOOL_CALL = "InvalidToolCall"
     """The model produced a tool call this server cannot track (an over-long id)."""
     ROLLING_OVER = "ThreadRollingOver"
@@ -161,6 +166,7 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
         ErrorType.TOO_MANY_SCHEDULES,
         ErrorType.ANSWERS_TOO_LARGE,
         ErrorType.SESSION_STORE_INCONSISTENT,
+        ErrorType.EVENT_LOG_REPLACED,
         ErrorType.INVALID_TOOL_CALL,
         ErrorType.ROLLING_OVER,
         ErrorType.MODEL_FAILED,

@@ -24,12 +24,26 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from durable_agui.event_store.base import EventLog, LogEntry, LoggedEvent, LogWatcher
+from durable_agui.event_store.base import (
+    EventLog,
+    EventLogReplaced,
+    LogEntry,
+    LoggedEvent,
+    LogWatcher,
+)
 
 if TYPE_CHECKING:
     from durable_agui.core.settings import Settings
 
-__all__ = ["EventLog", "LogEntry", "LogWatcher", "LoggedEvent", "event_log", "new_threads_log"]
+__all__ = [
+    "EventLog",
+    "EventLogReplaced",
+    "LogEntry",
+    "LogWatcher",
+    "LoggedEvent",
+    "event_log",
+    "new_threads_log",
+]
 
 _logs: dict[tuple[str, str], EventLog] = {}
 _logs_lock = threading.Lock()

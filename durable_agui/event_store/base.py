@@ -13,11 +13,13 @@ from durable_agui.core.event_log import UNLOGGED, LoggedEvent
 
 # LoggedEvent and UNLOGGED are core's (the workflow stream's reads use them too).
 __all__ = [
+    "BRIEF_LOCK_WAIT_MS",
     "DELETED_RUN",
     "READ_PAGE",
     "TERMINAL_TYPES",
     "UNLOGGED",
     "EventLog",
+    "EventLogReplaced",
     "LogEntry",
     "LogWatcher",
     "LoggedEvent",
@@ -29,11 +31,33 @@ __all__ = [
 
 READ_PAGE = 1000
 """Events one ``EventLog.read`` returns at most by default."""
+BRIEF_LOCK_WAIT_MS = 50
+"""How long an append with ``wait=False`` waits for another writer's lock: an ordinary
+concurrent write (a few ms) gets through, a held lock fails the append at once."""
 DELETED_RUN = ""
 """``run_id`` of a deleted thread's tombstone: the one entry left of its events, a
 ``RUN_ERROR`` ``ThreadDeleted`` that every reader of the thread's runs sees, so a client
 still following a run of the thread learns why it ends. The thread's next write removes
 it (a later run, with the same ``threadId``, starts a new thread)."""
+
+
+class EventLogReplaced(Exception):
+    """The event log at hand is not the one expected: the SQLite file this process opened
+    was removed or replaced, or a thread records another log than this process's (a second
+    data directory, another database). Nothing is read or written: two logs for one thread
+    would split its events between processes, silently.
+
+    ``expected``: the log id this process opened or the thread started with; ``found``: the
+    log id at hand (``None``: no file at all, or a file without an id); ``where``: the log
+    as ``EventLog.describe`` names it (for the process's log, not for clients).
+    """
+
+    def __init__(self, expected: str, found: str | None, where: str) -> None:
+        self.expected = expected
+        self.found = found
+        self.where = where
+        now = f"log {found}" if found else "no event log"
+        super().__init__(f"the event log is not the thread's: expected log {expected}, found {now}")
 
 
 @dataclass(frozen=True)
@@ -114,10 +138,13 @@ class EventLog(ABC):
         """
 
     @abstractmethod
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
-        """Append ``entries`` in order, in one transaction, from the thread's ``end``;
-        returns the offset after the thread's last event. A deleted thread's tombstone goes
-        first."""
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
+        """Append ``entries`` in order, in one transaction, from the thread's ``end``; returns the offset after the
+        thread's last event. A deleted thread's tombstone goes first.
+
+        ``wait=False`` (an attempt inside a workflow task): wait at most
+        ``BRIEF_LOCK_WAIT_MS`` for another writer's lock, then raise the driver's error
+        (one of ``STORE_ERRORS``), so the caller retries outside the task."""
 
     @abstractmethod
     def read(
@@ -154,6 +181,26 @@ class EventLog(ABC):
     @abstractmethod
     def watcher(self) -> LogWatcher:
         """The process's watcher of this log (started on first use, in the running loop)."""
+
+    @abstractmethod
+    def identity(self) -> str:
+        """The log's id: random, written once when the log was made (a file or a database
+        made before ids existed gets one on first use); what a thread records
+        (``ThreadInput.event_log_id``).
+
+        Raises:
+            EventLogReplaced: (SQLite) the file this process opened is gone or replaced.
+        """
+
+    def check(self, expected: str | None) -> None:
+        """Refuse a thread whose log (``expected``, its ``ThreadInput.event_log_id``) is not
+        this one; ``None`` (a thread started before logs had ids) is accepted.
+
+        Raises:
+            EventLogReplaced: the ids differ (or, SQLite, the file was replaced).
+        """
+        if expected is not None and expected != (found := self.identity()):
+            raise EventLogReplaced(expected, found, self.describe())
 
     def describe(self) -> str:
         return self.kind

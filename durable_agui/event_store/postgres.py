@@ -17,6 +17,7 @@ from sqlalchemy import (
     Column,
     Double,
     Index,
+    Integer,
     Table,
     Text,
     delete,
@@ -28,6 +29,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection, make_url
 
 from durable_agui.event_store.base import (
+    BRIEF_LOCK_WAIT_MS,
     DELETED_RUN,
     EventLog,
     LogEntry,
@@ -62,6 +64,16 @@ event_table = Table(
         postgresql_where=text("idempotency_key IS NOT NULL"),
     ),
 )
+
+
+log_table = Table(
+    "durable_agui_event_log",
+    metadata,
+    Column("one", Integer, primary_key=True),  # one row (migration 0006)
+    Column("log_id", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+)
+"""The log's id, written by the migration that made the table."""
 
 
 pruned_table = Table(
@@ -125,13 +137,24 @@ class PostgresEventLog(EventLog):
         self._engine = store.engine
         self._poll_ms = poll_ms
         self._watcher: _ListenWatcher | None = None
+        self._log_id: str | None = None
 
     def prepare(self) -> None:
         self._store.prepare()
+        self.identity()  # read once, at startup: a later outage does not hide it
 
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
+    def identity(self) -> str:
+        if self._log_id is None:
+            self._store.repository()
+            with self._engine.connect() as connection:
+                self._log_id = connection.execute(select(log_table.c.log_id)).scalar_one()
+        return self._log_id
+
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         self._store.repository()  # migrated on first use, as the store is
         with self._engine.begin() as connection:
+            if not wait:  # for this transaction only: the advisory lock is a lock wait
+                connection.execute(text(f"SET LOCAL lock_timeout = {BRIEF_LOCK_WAIT_MS}"))
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(thread)}
             )

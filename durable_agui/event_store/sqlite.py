@@ -1,5 +1,11 @@
 """The event log in a SQLite file (the file store's, shared by the worker and the API on
-one machine)."""
+one machine).
+
+The file knows its log id (table ``log_meta``); a process remembers the file it opened
+(device and inode) and, before every read or write, checks that the file at the path is
+still that one (one ``os.stat``): a file removed or replaced under a running process is
+refused (``EventLogReplaced``), never created again or read as empty. A copy of the same
+log put back (same id) is taken."""
 
 from __future__ import annotations
 
@@ -7,14 +13,20 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from durable_agui.event_store.base import (
+    BRIEF_LOCK_WAIT_MS,
     DELETED_RUN,
     EventLog,
+    EventLogReplaced,
     LogEntry,
     LoggedEvent,
     LogWatcher,
@@ -41,6 +53,11 @@ CREATE TABLE IF NOT EXISTS event_pruned (
     thread TEXT PRIMARY KEY,
     through INTEGER NOT NULL,
     pruned_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log_meta (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    log_id TEXT NOT NULL,
+    created_at REAL NOT NULL
 );
 """
 AFTER_APPENDED_AT = "CREATE INDEX IF NOT EXISTS event_by_time ON event (appended_at)"
@@ -73,33 +90,81 @@ class SqliteEventLog(EventLog):
         self.path = path
         self._poll_ms = poll_ms
         self._local = threading.local()
-        self._prepared = False
+        self._opening = threading.Lock()
+        self._log_id: str | None = None  # the file's, once this process opened it
         self._watcher: _DataVersionWatcher | None = None
 
     def _connection(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-            )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            if not self._prepared:
-                connection.executescript(SCHEMA)
-                _add_appended_at(connection)
-                connection.execute(AFTER_APPENDED_AT)
-                self._prepared = True
-            self._local.connection = connection
+        """This thread's connection to the file this process opened, checked to still be
+        the file at the path (reopened, and its id checked, when another file is there).
+
+        Raises:
+            EventLogReplaced: the file is gone, or holds another log (or none).
+        """
+        held: _Held | None = getattr(self._local, "held", None)
+        found = file_key(self.path)
+        if held is not None and held.file == found:
+            return held.connection
+        if held is not None:
+            held.connection.close()
+            self._local.held = None
+        if found is None and self._log_id is not None:
+            raise EventLogReplaced(self._log_id, None, self.describe())
+        with self._opening:
+            held = self._first_open() if self._log_id is None else self._reopen()
+        self._local.held = held
+        return held.connection
+
+    def _first_open(self) -> _Held:
+        """The process's first open: the only one that may create the file, the tables and
+        the log id (an older file without one gets it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = self._connect(create=True)
+        connection.executescript(SCHEMA)
+        _add_appended_at(connection)
+        connection.execute(AFTER_APPENDED_AT)
+        connection.execute(
+            "INSERT OR IGNORE INTO log_meta (one, log_id, created_at) VALUES (1, ?, ?)",
+            (uuid.uuid4().hex, time.time()),
+        )
+        self._log_id = _log_id(connection)
+        return _Held(connection, file_key(self.path))
+
+    def _reopen(self) -> _Held:
+        assert self._log_id is not None
+        try:
+            connection = self._connect(create=False)
+            found = _log_id(connection)
+        except sqlite3.Error:
+            raise EventLogReplaced(self._log_id, None, self.describe()) from None
+        if found != self._log_id:
+            connection.close()
+            raise EventLogReplaced(self._log_id, found, self.describe())
+        return _Held(connection, file_key(self.path))
+
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        uri = f"{self.path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        connection = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
     def prepare(self) -> None:
         self._connection()
 
-    def append(self, thread: str, entries: list[LogEntry]) -> int:
+    def identity(self) -> str:
+        self._connection()
+        assert self._log_id is not None
+        return self._log_id
+
+    def append(self, thread: str, entries: list[LogEntry], wait: bool = True) -> int:
         connection = self._connection()
-        connection.execute("BEGIN IMMEDIATE")
+        if not wait:
+            connection.execute(f"PRAGMA busy_timeout = {BRIEF_LOCK_WAIT_MS}")
         try:
+            connection.execute("BEGIN IMMEDIATE")
             (end,) = connection.execute(END, (thread,)).fetchone()
             connection.execute(
                 "DELETE FROM event WHERE thread = ? AND run_id = ?", (thread, DELETED_RUN)
@@ -129,6 +194,11 @@ class SqliteEventLog(EventLog):
             with contextlib.suppress(sqlite3.Error):
                 connection.execute("ROLLBACK")
             raise
+        finally:
+            # The connection is this worker thread's: its next user (a read, a prune) waits
+            # as long as every other call does.
+            if not wait:
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return int(end)
 
     def read(
@@ -240,6 +310,32 @@ def _prune_run(
     return int(removed)
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A thread's connection, and the file (``file_key``) it opened."""
+
+    connection: sqlite3.Connection
+    file: tuple[int, int] | None
+
+
+def file_key(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (device, inode), ``None`` for none: a few microseconds."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _log_id(connection: sqlite3.Connection) -> str | None:
+    """The file's log id (``None``: a file without one, or not a log)."""
+    try:
+        row = connection.execute("SELECT log_id FROM log_meta").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else str(row[0])
+
+
 def _add_appended_at(connection: sqlite3.Connection) -> None:
     """Give a log file made before ``appended_at`` existed that column (its events keep
     none); another process doing the same at once is no error."""
@@ -289,23 +385,54 @@ class _DataVersionWatcher(LogWatcher):
         return changed
 
     async def _poll(self) -> None:
-        connection: sqlite3.Connection | None = None
-        version = None
+        follower = _FileFollower(self._path)
+        failing = False  # said once per outage: the poll runs every few milliseconds
         while self.watched():
             try:
-                if connection is None:
-                    connection = sqlite3.connect(self._path, isolation_level=None, timeout=0)
-                (now,) = connection.execute("PRAGMA data_version").fetchone()
-                if now != version:
-                    version = now
-                    for thread in self._changed_threads(connection):
-                        self.wake(thread)
+                for thread in follower.changes(self._changed_threads):
+                    self.wake(thread)
+                if failing:
+                    logger.warning("watching the event log %s again", self._path)
+                failing = False
             except sqlite3.Error as err:
-                logger.warning("watching the event log %s: %s", self._path, err)
-                if connection is not None:
-                    connection.close()
-                connection, version = None, None
+                if not failing:
+                    logger.warning("watching the event log %s: %s", self._path, err)
+                failing = True
+                follower.close()
                 self.wake()  # readers read again, and find out
             await asyncio.sleep(self._interval)
-        if connection is not None:
-            connection.close()
+        follower.close()
+
+
+class _FileFollower:
+    """The watcher's connection to the file it opened (never creating one), and the
+    file's ``PRAGMA data_version`` when last seen."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._connection: sqlite3.Connection | None = None
+        self._version: int | None = None
+        self._opened: tuple[int, int] | None = None
+
+    def changes(self, changed_threads: Callable[[sqlite3.Connection], list[str]]) -> list[str]:
+        """The threads ``changed_threads`` finds changed, when the file's data changed.
+
+        Raises:
+            sqlite3.Error: the file is gone, replaced, or unreadable.
+        """
+        if self._connection is not None and file_key(self._path) != self._opened:
+            raise sqlite3.OperationalError("the file at the path changed")
+        if self._connection is None:
+            self._opened = file_key(self._path)
+            uri = f"{self._path.absolute().as_uri()}?mode=rw"
+            self._connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0)
+        (now,) = self._connection.execute("PRAGMA data_version").fetchone()
+        if now == self._version:
+            return []
+        self._version = now
+        return changed_threads(self._connection)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        self._connection, self._version = None, None

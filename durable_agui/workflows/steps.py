@@ -106,11 +106,18 @@ async def count_session_messages(session_id: str, settled: bool = False) -> int:
     return count
 
 
-APPEND_TIMEOUT = timedelta(seconds=10)
-APPEND_ONCE_TIMEOUT = timedelta(seconds=5)
-APPEND_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
+APPEND_TIMEOUT = timedelta(seconds=2)
+"""Each attempt of ``append_events``: it holds the workflow task (10 s by default) open,
+so it stays well under it; a write cut short is taken again by the next attempt (keys)."""
+APPEND_ONCE_TIMEOUT = APPEND_TIMEOUT
+APPEND_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=10)
+)
 """Without limit: a run's end is written as soon as the event log is back (its readers
-wait for it; nothing is lost)."""
+wait for it; nothing is lost). Every wait between attempts is longer than
+``local_retry_threshold``: a timer, never a sleep inside the workflow task. Recorded
+histories replay whatever these values: the markers hold each attempt's outcome and
+backoff."""
 
 
 async def append_events(request: AppendInput, once: bool = False) -> None:

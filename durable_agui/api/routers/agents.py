@@ -232,7 +232,7 @@ async def run_agent(
     workflow_id = workflow_id_for(thread_id, principal)
     session_id = session_id_for(thread_id, principal)
     # After the thread took the run: a deletion's tombstone from before is not its end.
-    since = await log_end(settings, session_id) if accepted.event_log else 0
+    since = await log_end(settings, session_id, accepted.event_log_id) if accepted.event_log else 0
     if accepted.event_log:
         # From the start: a retried POST gets the first POST's answer from Temporal (the
         # same update id), so the run's events may be anywhere before the log's end.

@@ -56,6 +56,8 @@ class AppendInput(BaseModel):
 
     session_id: str
     events: list[LoggedRunEvent]
+    event_log_id: str | None = None
+    """``ThreadInput.event_log_id``: the log the events belong in."""
 
 
 class TurnInput(BaseModel):
@@ -91,6 +93,8 @@ class TurnInput(BaseModel):
     """``ThreadCarry.last_turn_run_id`` when this turn started."""
     event_log: bool = False
     """Append the turn's events to the event log (``ThreadInput.event_log``)."""
+    event_log_id: str | None = None
+    """``ThreadInput.event_log_id``: the log the turn's events belong in."""
     tool_call_ids: dict[str, str] | None = None
     """The thread's wire -> native ids when the turn started (its batch is closed then), for
     a ``MESSAGES_SNAPSHOT``; ``None`` (turns scheduled before it): read from the thread."""

@@ -103,6 +103,8 @@ class RunAccepted(BaseModel):
     """The run had already finished (a retried POST): its events are all before ``stream_end``."""
     event_log: bool = False
     """The run's events are in the event log (offsets are the log's), not in the stream."""
+    event_log_id: str | None = None
+    """``ThreadInput.event_log_id``."""
 
 
 class ToolResultsRequest(BaseModel):

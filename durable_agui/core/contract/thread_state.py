@@ -163,6 +163,8 @@ class ThreadState(BaseModel):
     event_log: bool = False
     """The thread's events are in the event log (``ThreadInput.event_log``): read them
     there; ``stream_end`` and ``run_start_offsets`` are then the stream's, unused."""
+    event_log_id: str | None = None
+    """``ThreadInput.event_log_id``."""
     unlogged_events: list[LoggedRunEvent] = Field(default_factory=list)
     """The thread's own events not in the event log yet (their write is under way, or waits
     for the log's store to come back), in order: a reader that does not find a run's end in
@@ -305,3 +307,7 @@ class ThreadInput(BaseModel):
     event_log: bool = False
     """The thread's events go to the event log (``durable_agui.event_store``), not to its
     workflow stream; threads started before the log (``False``) keep the stream."""
+    event_log_id: str | None = None
+    """The id of the event log the thread started on (``EventLog.identity``): a process
+    whose log has another id refuses the thread (``EventLogReplaced``) rather than split its
+    events. ``None``: a thread started before logs had ids, taken by any log."""

@@ -43,6 +43,7 @@ class ThreadEvents:
     def __init__(self, start: ThreadInput, telemetry: ThreadTelemetry) -> None:
         self.stream = WorkflowStream(prior_state=start.stream_state)
         self.event_log = start.event_log
+        self.event_log_id = start.event_log_id
         self.outbox: list[LoggedRunEvent] = []
         self._session_id = start.session_id or start.thread_id
         self._telemetry = telemetry
@@ -83,9 +84,7 @@ class ThreadEvents:
             return
         events = list(self.outbox)
         try:
-            await steps.append_events(
-                AppendInput(session_id=self._session_id, events=events), once=True
-            )
+            await steps.append_events(self._append_input(events), once=True)
         except (ActivityError, ApplicationError, TimeoutError):
             self._flushing = True
             self._background.add(asyncio.create_task(self._append_outbox()))
@@ -97,9 +96,7 @@ class ThreadEvents:
             while self.outbox:
                 events = list(self.outbox)
                 try:
-                    await steps.append_events(
-                        AppendInput(session_id=self._session_id, events=events)
-                    )
+                    await steps.append_events(self._append_input(events))
                 except (ActivityError, ApplicationError) as err:
                     # Not retried by Temporal (a worker without the log): the events wait,
                     # in order, for a worker that has it.
@@ -112,6 +109,11 @@ class ThreadEvents:
         finally:
             self._flushing = False
             self._background = {task for task in self._background if not task.done()}
+
+    def _append_input(self, events: list[LoggedRunEvent]) -> AppendInput:
+        return AppendInput(
+            session_id=self._session_id, events=events, event_log_id=self.event_log_id
+        )
 
     async def appended(self) -> None:
         """Wait until the event log holds every event the thread published (no wait at all

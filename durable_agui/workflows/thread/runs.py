@@ -308,6 +308,7 @@ class RunSteps:
             rewound=run.rewind_to is not None,
             last_turn_run_id=book.last_turn_run_id,
             event_log=self._events.event_log,
+            event_log_id=self._events.event_log_id,
             prelude=self._events.prelude(run.run_id),
             tool_call_ids=self._batch.state.tool_call_ids,
         )

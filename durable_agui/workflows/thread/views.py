@@ -83,6 +83,7 @@ class ThreadViews:
             webhook_failures=self._book.webhook_failures,
             metadata=self._book.metadata,
             event_log=self._events.event_log,
+            event_log_id=self._events.event_log_id,
             unlogged_events=self._events.outbox,
             run_trace_ids=self._book.run_trace_ids,
             frontend_tools=[tool.name for tool in self._book.frontend_tools],

@@ -178,7 +178,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         """Queue an AG-UI run: take in its answers and its not-yet-seen user messages."""
         book, end, logged = self._book, self._events.stream_end(), self._events.event_log
         if self._view().knows_run(request.run_id):  # a validated replay: nothing new
-            return run_queue.replayed(book, request, end, logged)
+            return self._on_log(run_queue.replayed(book, request, end, logged))
         run_queue.record_digest(book, request)
         acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
         self._take(request.tool_results, request.resume)
@@ -197,7 +197,14 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
             # An idle thread starts the run in this workflow task, showing it running then:
             # one upsert, not two (threads before the event log show both).
             self._show_status()
-        return run_queue.queued_accepted(book, request.run_id, running, acknowledged, end, logged)
+        return self._on_log(
+            run_queue.queued_accepted(book, request.run_id, running, acknowledged, end, logged)
+        )
+
+    def _on_log(self, accepted: RunAccepted) -> RunAccepted:
+        """``accepted`` naming the event log the thread's events are in (its id)."""
+        accepted.event_log_id = self._events.event_log_id
+        return accepted
 
     @submit_run.validator
     def _validate_run(self, request: RunRequest) -> None:

@@ -65,7 +65,7 @@ async def get_run_events(
                 400, ErrorType.INVALID_LAST_EVENT_ID, "Last-Event-ID must be an event id (digits)"
             )
         resume_from = int(last_event_id) + 1
-    since = await log_end(settings, state.session_id) if state.event_log else 0
+    since = await log_end(settings, state.session_id, state.event_log_id) if state.event_log else 0
     end = since if state.event_log else state.stream_end
     if resume_from > end:
         raise api_error(
