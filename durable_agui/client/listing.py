@@ -13,6 +13,7 @@ than ``limit`` threads (even none) and still have a next one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -107,7 +108,9 @@ async def list_threads(
             not be read (``from_rpc_error``).
     """
     query = wanted.query(settings, principal)
-    token = read_cursor(cursor, query) if cursor else None
+    # A cursor is bound to every filter, also those applied to the page read.
+    listing = json.dumps([query, wanted.tag, wanted.q])
+    token = read_cursor(cursor, listing) if cursor else None
     executions, next_token = await _one_page(client, query, limit, token)
     shown: list[ListedThread] = []
     for execution in executions:
@@ -117,7 +120,7 @@ async def list_threads(
         thread = summary_of(execution, await execution.memo(), thread_id)
         if wanted.keeps(thread):
             shown.append(thread)
-    return ThreadPage(shown, cursor_of(query, next_token) if next_token else None)
+    return ThreadPage(shown, cursor_of(listing, next_token) if next_token else None)
 
 
 async def _one_page(

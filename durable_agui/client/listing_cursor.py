@@ -1,7 +1,8 @@
 """The ``nextCursor`` of ``GET /threads``: Temporal visibility's own next-page token, bound
-to the visibility query it pages, checked before it reaches the server.
+to the listing it pages (its visibility query and filters), checked before it reaches the
+server.
 
-A cursor is base64url (no padding) of 8 bytes of the SHA-256 of the query, then the token.
+A cursor is base64url (no padding) of 8 bytes of the SHA-256 of the listing, then the token.
 Temporal's token is opaque, but the server answers a malformed one with ``UNKNOWN``, which
 the SDK retries for seconds before it fails; so only the two shapes Temporal issues pass
 (SQL visibility's position, ``{"CloseTime", "StartTime", "RunID"}``, and Elasticsearch's
@@ -56,7 +57,8 @@ def _query_digest(query: str) -> bytes:
 
 
 def cursor_of(query: str, token: bytes) -> str:
-    """The cursor of the page after the one read with ``query``, whose token is ``token``."""
+    """The cursor of the page after the one read for ``query`` (the listing: its visibility
+    query and filters, as text), whose token is ``token``."""
     return base64.urlsafe_b64encode(_query_digest(query) + token).decode().rstrip("=")
 
 
