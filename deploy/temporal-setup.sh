@@ -13,7 +13,7 @@ export TEMPORAL_ADDRESS
 command -v temporal >/dev/null 2>&1 || PATH="$(dirname "$0")/../.venv/bin:${PATH}"
 temporal operator namespace describe -n "${TEMPORAL_NAMESPACE}" >/dev/null 2>&1 \
   || temporal operator namespace create -n "${TEMPORAL_NAMESPACE}"
-for attribute in ThreadStatus=Keyword AgentName=Keyword PendingToolCalls=Int ThreadLastActivity=Datetime ThreadOwner=Keyword; do
+for attribute in ThreadStatus=Keyword AgentName=Keyword PendingToolCalls=Int ThreadLastActivity=Datetime ThreadOwner=Keyword ThreadTags=KeywordList; do
   temporal operator search-attribute create -n "${TEMPORAL_NAMESPACE}" \
     --name "${attribute%%=*}" --type "${attribute#*=}" || true
 done

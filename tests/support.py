@@ -56,6 +56,7 @@ async def start_run(
     multitask_strategy: MultitaskStrategy = "enqueue",
     webhook_attempts: int = 0,
     event_log: bool = False,
+    tags_indexed: bool = False,
 ) -> RunAccepted:
     """Send one user message to ``thread_id`` (creating it), as the API does."""
     return await client.execute_update_with_start_workflow(
@@ -78,6 +79,7 @@ async def start_run(
                 idle_ttl_s=settings.thread_ttl_s,
                 idle_ttl_removes_session=settings.thread_ttl_removes_session,
                 event_log=event_log,
+                tags_indexed=tags_indexed,
             ),
             id=workflow_id_for(thread_id),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

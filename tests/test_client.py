@@ -16,10 +16,10 @@ from durable_agui.api.app import add_error_handlers
 from durable_agui.api.errors import refusals_as_http
 from durable_agui.client import (
     ListedThread,
+    ThreadFilter,
     cursor_of,
     early_answers,
     fork_index,
-    page,
     read_cursor,
 )
 from durable_agui.core.contract import (
@@ -106,21 +106,52 @@ def _listed(thread_id: str, minutes: int, tags: list[str], title: str | None) ->
     return ListedThread(thread_id, ThreadStatus.IDLE, "a", 0, when, title, tags)
 
 
-def test_a_listing_pages_after_its_cursor_by_tag_and_title() -> None:
-    found = [
+def test_a_listing_keeps_a_thread_by_tag_and_title() -> None:
+    wanted = ThreadFilter(tag="x", q="PARIS")
+    kept = [
         _listed("c", 3, ["x"], "Trip to Paris"),
         _listed("b", 2, ["x"], "paris notes"),
         _listed("a", 1, ["y"], "Paris"),
+        _listed("d", 1, ["x"], None),
     ]
-    shown, cursor = page(found, tag="x", q="PARIS", after=None, limit=1)
-    assert [t.thread_id for t in shown] == ["c"] and cursor == cursor_of(found[0])
-    shown, cursor = page(found, tag="x", q="PARIS", after=read_cursor(cursor), limit=1)
-    assert [t.thread_id for t in shown] == ["b"] and cursor is None
+    assert [t.thread_id for t in kept if wanted.keeps(t)] == ["c", "b"]
 
 
-def test_a_cursor_that_is_not_one_is_a_422() -> None:
+SQL_TOKEN = (
+    b'{"CloseTime":"9999-12-31T23:59:59Z","StartTime":"2026-12-03T21:07:26.516261Z",'
+    b'"RunID":"01a23dbb-c8b4-73f9-a99b-723585021864"}'
+)
+QUERY = "WorkflowType = 'AgentThreadWorkflow'"
+
+
+@pytest.mark.parametrize(
+    "token", [SQL_TOKEN, b'{"SearchAfter":[9223372036854775807,1767225600000000000,"r1"]}']
+)
+def test_a_cursor_carries_visibilitys_token_for_its_query(token: bytes) -> None:
+    assert read_cursor(cursor_of(QUERY, token), QUERY) == token
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "not-a-cursor",
+        "",
+        cursor_of(QUERY + " AND AgentName = 'x'", SQL_TOKEN),  # another query's
+        cursor_of(QUERY, b""),
+        cursor_of(QUERY, b"garbage"),
+        cursor_of(QUERY, b"{}"),
+        cursor_of(QUERY, b'{"CloseTime":"x","StartTime":"x","RunID":"x"}'),
+        cursor_of(QUERY, SQL_TOKEN.replace(b"Z", b"", 1)),  # no zone
+        cursor_of(QUERY, SQL_TOKEN[:-1] + b',"Extra":1}'),
+        cursor_of(QUERY, SQL_TOKEN.replace(b"01a23dbb", b"'; DROP")),
+        cursor_of(QUERY, b'{"SearchAfter":[[1]]}'),
+        cursor_of(QUERY, b'{"SearchAfter":[1,2,3,4,5]}'),
+        cursor_of(QUERY, b"\xff\xfe"),
+    ],
+)
+def test_a_cursor_that_is_not_one_is_a_422(cursor: str) -> None:
     with pytest.raises(ThreadRefused) as refused:
-        read_cursor("not-a-cursor")
+        read_cursor(cursor, QUERY)
     assert (refused.value.status, refused.value.type) == (422, ErrorType.INVALID_REQUEST)
 
 

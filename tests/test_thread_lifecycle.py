@@ -133,7 +133,7 @@ async def listed_ids(
     raise AssertionError(f"GET /threads?{params} never listed {wanted} without {absent}: {ids}")
 
 
-async def test_threads_are_listed_by_status_and_agent_most_recent_first(
+async def test_threads_are_listed_by_status_and_agent_newest_first(
     http: httpx.AsyncClient,
 ) -> None:
     old, idle, waiting = "list-old", "list-idle", "list-waiting"
@@ -146,19 +146,19 @@ async def test_threads_are_listed_by_status_and_agent_most_recent_first(
     assert status == 200
 
     everything = await listed_ids(http, {idle, waiting})
-    assert everything.index(waiting) < everything.index(idle)  # most recently active first
+    assert everything.index(waiting) < everything.index(idle)  # newest thread first
     await listed_ids(http, {waiting}, frozenset({idle}), status="awaiting_tool_results")
     await listed_ids(http, {idle}, frozenset({waiting}), status="idle", agent="demo")
     await listed_ids(http, {old, idle, waiting})
     one = (await http.get("/threads", params={"limit": 1})).json()
     assert [t["threadId"] for t in one["threads"]] == [waiting] and one["nextCursor"]
     # Paging goes on after the last thread shown: activity meanwhile shifts nothing (the
-    # thread that became active is on the first page now, not again on this one).
+    # order is by the thread's workflow run's start; a run does not start a new one).
     await post_run(http, "demo", run_input(idle, "r2", [user("u2", "again")], []))
     await listed_ids(http, {idle})
     rest = (await http.get("/threads", params={"limit": 100, "cursor": one["nextCursor"]})).json()
     ids = [t["threadId"] for t in rest["threads"]]
-    assert old in ids and waiting not in ids
+    assert old in ids and idle in ids and waiting not in ids
     view = next(
         t for t in (await http.get("/threads")).json()["threads"] if t["threadId"] == waiting
     )

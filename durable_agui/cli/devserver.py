@@ -97,7 +97,7 @@ async def register_missing_search_attributes(address: str, namespace: str = "def
     service = client.operator_service
     listed = await service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
     missing = {
-        name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{kind.upper()}")
+        name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{_snake(kind).upper()}")
         for name, kind in SEARCH_ATTRIBUTES.items()
         if name not in listed.custom_attributes
     }
@@ -106,6 +106,11 @@ async def register_missing_search_attributes(address: str, namespace: str = "def
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
         )
     return sorted(missing)
+
+
+def _snake(kind: str) -> str:
+    """``KeywordList`` -> ``keyword_list``: a search attribute type as its proto enum spells it."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(kind))
 
 
 def _blocking(coroutine: Coroutine[Any, Any, bool]) -> bool:

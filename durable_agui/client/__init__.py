@@ -15,14 +15,8 @@ from durable_agui.client.early_answers import (
     with_early_answers,
 )
 from durable_agui.client.fork import fork_index, fork_thread
-from durable_agui.client.listing import (
-    MAX_LISTED,
-    ListedThread,
-    cursor_of,
-    list_threads,
-    page,
-    read_cursor,
-)
+from durable_agui.client.listing import ListedThread, ThreadFilter, ThreadPage, list_threads
+from durable_agui.client.listing_cursor import MAX_CURSOR, cursor_of, read_cursor
 from durable_agui.client.run_events import (
     NO_END,
     LogSource,
@@ -47,13 +41,15 @@ from durable_agui.core.errors import ThreadRefused
 
 __all__ = [
     "CANCEL_WAIT",
-    "MAX_LISTED",
+    "MAX_CURSOR",
     "NO_END",
     "ListedThread",
     "LogSource",
     "RunSource",
     "RunWindow",
     "StreamSource",
+    "ThreadFilter",
+    "ThreadPage",
     "ThreadRefused",
     "answers_as_run",
     "cancel_run",
@@ -65,7 +61,6 @@ __all__ = [
     "fork_thread",
     "list_threads",
     "log_end",
-    "page",
     "read_cursor",
     "run_events_so_far",
     "run_source",

@@ -1,22 +1,28 @@
-"""A principal's running threads as Temporal visibility lists them, and their pages.
+"""A principal's running threads as Temporal visibility lists them, one visibility page per
+request.
 
-``list_threads`` reads (one list of visibility, at most ``MAX_LISTED``); ``page`` filters by
-tag and title and cuts a page after a cursor's position, so threads that change or go
-meanwhile shift nothing.
+The order is visibility's own: newest workflow run first (SQL visibility sorts running
+workflows by start time, then run id, and takes no ``ORDER BY``; Elasticsearch sorts them the
+same way). A thread's run starts when the thread does and again at each continue-as-new, which
+puts it back on top. The cursor (``listing_cursor``) wraps visibility's next-page token, a
+position in that order: threads that change status, title or tags meanwhile shift nothing.
+Status, agent, owner and tag are filters of the visibility query; the title (``q``) is not
+something visibility can search in, so it filters the page read, which may then show fewer
+than ``limit`` threads (even none) and still have a next one.
 """
 
 from __future__ import annotations
 
-import base64
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AwareDatetime, StringConstraints, TypeAdapter
 from temporalio.client import Client, WorkflowExecution
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.client.listing_cursor import bad_cursor, cursor_of, read_cursor
 from durable_agui.client.refusals import from_rpc_error
 from durable_agui.core.contract import (
     AGENT_NAME,
@@ -24,16 +30,11 @@ from durable_agui.core.contract import (
     THREAD_LAST_ACTIVITY,
     THREAD_OWNER,
     THREAD_STATUS,
-    ErrorType,
     ThreadStatus,
     owner_key,
 )
-from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.settings import Settings
 from durable_agui.core.visibility import owned_thread_id, thread_id_of, visibility_query
-
-MAX_LISTED = 10_000
-"""Running threads ``list_threads`` reads from visibility, at most, to order them."""
 
 
 @dataclass(frozen=True)
@@ -50,28 +51,94 @@ class ListedThread:
     tags: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ThreadFilter:
+    """What ``GET /threads`` asks for: ``status`` and ``agent`` exactly, one of the thread's
+    ``tags``, ``q`` in its title (any case)."""
+
+    status: str | None = None
+    agent: str | None = None
+    tag: str | None = None
+    q: str | None = None
+
+    def query(self, settings: Settings, principal: str) -> str:
+        """The visibility query: the owner and the tag only where threads keep search
+        attributes (without, the page read is filtered by workflow id and memo)."""
+        indexed = settings.search_attributes
+        return visibility_query(
+            self.status,
+            self.agent,
+            principal if indexed else None,
+            self.tag if indexed else None,
+        )
+
+    def keeps(self, thread: ListedThread) -> bool:
+        tagged = self.tag is None or self.tag in thread.tags
+        titled = self.q is None or bool(
+            thread.title and self.q.casefold() in thread.title.casefold()
+        )
+        return tagged and titled
+
+
+@dataclass(frozen=True)
+class ThreadPage:
+    """One page of a listing: its threads in visibility's order, and the cursor of the next
+    page (``None`` on the last)."""
+
+    threads: list[ListedThread]
+    next_cursor: str | None
+
+
 async def list_threads(
-    client: Client, settings: Settings, principal: str, status: str | None, agent: str | None
-) -> list[ListedThread]:
-    """The running threads of ``principal`` from Temporal visibility (filtered there by the
-    ``ThreadStatus``, ``AgentName`` and ``ThreadOwner`` search attributes), most recently
-    active first; at most ``MAX_LISTED`` are read. Without search attributes the owner is told
-    by the workflow id alone (``owned_thread_id``).
+    client: Client,
+    settings: Settings,
+    principal: str,
+    wanted: ThreadFilter,
+    *,
+    limit: int,
+    cursor: str | None = None,
+) -> ThreadPage:
+    """The page of ``principal``'s running threads after ``cursor`` (the first without):
+    one visibility page of ``limit`` workflows read, of which those that are ``principal``'s
+    (checked again on each, by ``ThreadOwner`` or, for a thread without one, its workflow
+    id) and that ``wanted`` keeps are shown.
 
     Raises:
-        ThreadRefused: visibility could not be read (``from_rpc_error``).
+        ThreadRefused: 422 for a cursor that is not one of this listing's; visibility could
+            not be read (``from_rpc_error``).
     """
-    found: list[ListedThread] = []
-    query = visibility_query(status, agent, principal if settings.search_attributes else None)
+    query = wanted.query(settings, principal)
+    # A cursor is bound to every filter, also those applied to the page read.
+    listing = json.dumps([query, wanted.tag, wanted.q])
+    token = read_cursor(cursor, listing) if cursor else None
+    executions, next_token = await _one_page(client, query, limit, token)
+    shown: list[ListedThread] = []
+    for execution in executions:
+        thread_id = _owned(execution, principal)
+        if thread_id is None:
+            continue
+        thread = summary_of(execution, await execution.memo(), thread_id)
+        if wanted.keeps(thread):
+            shown.append(thread)
+    return ThreadPage(shown, cursor_of(listing, next_token) if next_token else None)
+
+
+async def _one_page(
+    client: Client, query: str, limit: int, token: bytes | None
+) -> tuple[Sequence[WorkflowExecution], bytes | None]:
+    """One page of visibility (``ListWorkflowExecutions``) and its next-page token."""
+    listed = client.list_workflows(query, page_size=limit, next_page_token=token)
     try:
-        async for execution in client.list_workflows(query, limit=MAX_LISTED):
-            thread_id = _owned(execution, principal)
-            if thread_id is not None:
-                found.append(summary_of(execution, await execution.memo(), thread_id))
+        await listed.fetch_next_page()
     except RPCError as err:
+        if token is not None and err.status in _TOKEN_REFUSED:
+            raise bad_cursor() from err
         raise from_rpc_error(err) from err
-    found.sort(key=lambda thread: (thread.last_activity, thread.thread_id), reverse=True)
-    return found
+    return listed.current_page or [], listed.next_page_token
+
+
+_TOKEN_REFUSED = (RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.UNKNOWN)
+"""How the server answers a next-page token it cannot read (SQL visibility: ``UNKNOWN``)."""
 
 
 def _owned(execution: WorkflowExecution, principal: str) -> str | None:
@@ -101,56 +168,3 @@ def summary_of(
         title=title if isinstance(title, str) else None,
         tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
     )
-
-
-def page(
-    found: Sequence[ListedThread],
-    *,
-    tag: str | None,
-    q: str | None,
-    after: tuple[datetime, str] | None,
-    limit: int,
-) -> tuple[list[ListedThread], str | None]:
-    """The threads of ``found`` (ordered as ``list_threads`` orders them) that carry ``tag``
-    and whose title holds ``q`` (any case), after position ``after`` (``read_cursor``), at
-    most ``limit``; and the cursor of the next page (``None`` on the last)."""
-    kept = [
-        t for t in found if _tagged(t, tag) and _titled(t, q) and (after is None or _key(t) < after)
-    ]
-    shown = kept[:limit]
-    return shown, (cursor_of(shown[-1]) if len(kept) > limit else None)
-
-
-def _tagged(thread: ListedThread, tag: str | None) -> bool:
-    return tag is None or tag in thread.tags
-
-
-def _titled(thread: ListedThread, q: str | None) -> bool:
-    return q is None or bool(thread.title and q.casefold() in thread.title.casefold())
-
-
-def _key(thread: ListedThread) -> tuple[datetime, str]:
-    return (thread.last_activity, thread.thread_id)
-
-
-_CURSOR = TypeAdapter(tuple[AwareDatetime, Annotated[str, StringConstraints(max_length=300)]])
-"""A ``nextCursor`` decoded: the last thread shown, by last activity (with its time zone:
-visibility's times have one) and id."""
-
-
-def cursor_of(last: ListedThread) -> str:
-    """The cursor of the page after ``last``."""
-    raw = _CURSOR.dump_json(_key(last))
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def read_cursor(cursor: str) -> tuple[datetime, str]:
-    """The position a cursor names; 422 ``InvalidRequest`` for anything else (checked whole:
-    the pair's shape, the time's zone, the id's length)."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return _CURSOR.validate_json(raw, strict=False)
-    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
-        raise ThreadRefused(
-            422, ErrorType.INVALID_REQUEST, "cursor: not a nextCursor of GET /threads"
-        ) from None

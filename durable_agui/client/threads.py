@@ -40,6 +40,7 @@ from durable_agui.core.contract import (
     THREAD_LAST_ACTIVITY,
     THREAD_OWNER,
     THREAD_STATUS,
+    THREAD_TAGS,
     CancelAccepted,
     CancelRequest,
     DeleteRequest,
@@ -55,6 +56,7 @@ from durable_agui.core.contract import (
     ToolResultsRequest,
     owner_key,
     session_id_for,
+    tag_key,
     workflow_id_for,
 )
 from durable_agui.core.errors import ThreadRefused
@@ -167,6 +169,7 @@ def _start_operation(
             answer_timeout_s=settings.answer_timeout_s,
             turns_per_workflow_run=settings.turns_per_workflow_run,
             search_attributes=settings.search_attributes,
+            tags_indexed=settings.search_attributes,
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
             idle_ttl_s=settings.thread_ttl_s,
             idle_ttl_removes_session=settings.thread_ttl_removes_session,
@@ -183,12 +186,19 @@ def _start_operation(
                 SearchAttributePair(PENDING_TOOL_CALLS, 0),
                 SearchAttributePair(THREAD_LAST_ACTIVITY, datetime.now(UTC)),
                 SearchAttributePair(THREAD_OWNER, owner_key(request.principal)),
+                # Even empty: a server without ThreadTags refuses the start (503), so a
+                # thread that upserts it (tags_indexed) never meets a server that lacks it.
+                SearchAttributePair(THREAD_TAGS, _tag_keys(request)),
             ]
         )
         if settings.search_attributes
         else None,
         static_summary=f"AG-UI thread {thread_id} (agent {request.agent})",
     )
+
+
+def _tag_keys(request: RunRequest) -> list[str]:
+    return [tag_key(tag) for tag in request.metadata.tags] if request.metadata else []
 
 
 async def submit_tool_results(

@@ -10,20 +10,25 @@ import re
 from durable_agui.core.contract import (
     ANONYMOUS,
     THREAD_OWNER,
+    THREAD_TAGS,
     WORKFLOW_ID_PREFIX,
     digest,
     owner_key,
+    tag_key,
 )
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PRINCIPAL_SUFFIX = re.compile(r"\.[0-9a-f]{16}$")
 
 
-def visibility_query(status: str | None, agent: str | None, owner: str | None = None) -> str:
+def visibility_query(
+    status: str | None, agent: str | None, owner: str | None = None, tag: str | None = None
+) -> str:
     """The Temporal list filter for running threads, by status and agent (the
-    ``ThreadStatus`` and ``AgentName`` search attributes) and, given ``owner`` (a principal),
+    ``ThreadStatus`` and ``AgentName`` search attributes); given ``owner`` (a principal),
     by whose they are: the threads whose ``ThreadOwner`` is ``owner_key(owner)``, and those
-    started before threads kept one (no ``ThreadOwner``; ``owned_thread_id`` tells whose).
+    started before threads kept one (no ``ThreadOwner``; ``owned_thread_id`` tells whose);
+    given ``tag``, the threads whose ``ThreadTags`` hold ``tag_key(tag)``.
 
     Raises:
         ValueError: for an agent name that is not a plain name (it goes into the query), or
@@ -41,6 +46,8 @@ def visibility_query(status: str | None, agent: str | None, owner: str | None = 
     if owner is not None:
         owned = f"{THREAD_OWNER.name} = '{owner_key(owner)}'"  # hex: nothing to quote
         clauses.append(f"({owned} OR {THREAD_OWNER.name} IS NULL)")
+    if tag is not None:
+        clauses.append(f"{THREAD_TAGS.name} = '{tag_key(tag)}'")  # hex: nothing to quote
     return " AND ".join(clauses)
 
 

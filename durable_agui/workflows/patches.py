@@ -48,6 +48,10 @@ PATCH_AGENT_QUEUES = "turns-on-the-agents-task-queue"
 """workflow.patched id: a turn runs on its agent's task queue (``core/agent_queues.py``),
 which only workers serving the agent poll; histories recorded before it scheduled every turn
 on the thread's own task queue. Newer than the event log: called with ``workflow.patched``."""
+PATCH_TAGS_INDEXED = "tags-in-the-thread-tags-search-attribute"
+"""workflow.patched id: a thread started with ``ThreadInput.tags_indexed`` upserts the
+``ThreadTags`` search attribute where it writes its tags memo; histories recorded before it
+(or by a worker that did not know it, during a rolling deploy) wrote the memo alone."""
 
 SETTLED_PATCHES = frozenset(
     {

@@ -22,6 +22,8 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import SecretStr
 from temporalio import activity
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.opentelemetry import (
     OpenTelemetryPlugin,
@@ -38,6 +40,7 @@ from durable_agui.activities.reconcile import ReconcileActivities
 from durable_agui.activities.turn import TurnActivities
 from durable_agui.agents.registry import agent_registry
 from durable_agui.core.contract import (
+    THREAD_TAGS,
     AppendInput,
     CancelRequest,
     ContextEntry,
@@ -359,6 +362,26 @@ async def metadata(env: WorkflowEnvironment, settings: Settings, thread: str) ->
     assert (await handle.query(AgentThreadWorkflow.state)).metadata is not None
 
 
+async def tags_indexed(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Tags kept in the ``ThreadTags`` search attribute beside the memo
+    (``PATCH_TAGS_INDEXED``): set, then removed."""
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={THREAD_TAGS.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST},
+        )
+    )
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await start_run(env.client, settings, thread, "r1", "hello", [], tags_indexed=True)
+    await run_events(env.client, thread, "r1")
+    for tags in (["travel", "2027"], []):
+        await handle.execute_update(
+            AgentThreadWorkflow.set_metadata,
+            MetadataRequest(metadata=ThreadMetadata(title="Trip", tags=tags)),
+        )
+    assert (await handle.query(AgentThreadWorkflow.state)).metadata == ThreadMetadata(title="Trip")
+
+
 class SlowReconcile(ReconcileActivities):
     """A store slow to take the answers: the write outlasts the cancel that stops it."""
 
@@ -540,6 +563,7 @@ SCENARIOS: dict[str, Scenario] = {
     "idle_expiry": idle_expiry,
     "regenerate": regenerate,
     "metadata": metadata,
+    "tags_indexed": tags_indexed,
     "cancelled_turn_fails": cancelled_turn_fails,
     "event_log": event_log,
     "log_away": log_away,

@@ -45,6 +45,7 @@ from durable_agui.core.contract.ids import (
     THREAD_LAST_ACTIVITY,
     THREAD_OWNER,
     THREAD_STATUS,
+    THREAD_TAGS,
     TOO_MANY_CALLS,
     WORKFLOW_ID_PREFIX,
     digest,
@@ -52,6 +53,7 @@ from durable_agui.core.contract.ids import (
     run_topic,
     schedule_ids,
     session_id_for,
+    tag_key,
     workflow_id_for,
 )
 from durable_agui.core.contract.inputs import (
@@ -141,6 +143,7 @@ __all__ = [
     "THREAD_LAST_ACTIVITY",
     "THREAD_OWNER",
     "THREAD_STATUS",
+    "THREAD_TAGS",
     "TOO_MANY_CALLS",
     "WORKFLOW_ID_PREFIX",
     "AnswersBody",
@@ -193,5 +196,6 @@ __all__ = [
     "run_topic",
     "schedule_ids",
     "session_id_for",
+    "tag_key",
     "workflow_id_for",
 ]

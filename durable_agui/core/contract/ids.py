@@ -68,6 +68,7 @@ SEARCH_ATTRIBUTES = {
     "PendingToolCalls": "Int",
     "ThreadLastActivity": "Datetime",
     "ThreadOwner": "Keyword",
+    "ThreadTags": "KeywordList",
 }
 """Custom search attributes a thread keeps current (register them on the Temporal server;
 ``durable-agui dev`` does). In the Temporal UI: ``ThreadStatus="awaiting_tool_results"``."""
@@ -90,6 +91,13 @@ THREAD_OWNER = SearchAttributeKey.for_keyword("ThreadOwner")
 """``owner_key(principal)`` of the thread's owner, set when its workflow starts, and of each of
 its schedules: listings filter by it inside the visibility query, so one principal's listing
 never reads another's threads or schedules."""
+
+
+THREAD_TAGS = SearchAttributeKey.for_keyword_list("ThreadTags")
+"""``tag_key(tag)`` of each of the thread's tags, kept where the thread keeps its tags memo
+(threads started since it exists): ``GET /threads?tag=`` filters by it inside the visibility
+query. Digests, not the tags: any tag fits a query literal, and 20 of them stay far below
+Temporal's 2 KB per search attribute value."""
 
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
@@ -123,6 +131,11 @@ def owner_key(principal: str) -> str:
     """The ``ThreadOwner`` search attribute's value for ``principal``: its whole SHA-256, hex
     (64 characters), so that a principal's name never shows in visibility."""
     return hashlib.sha256(principal.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def tag_key(tag: str) -> str:
+    """The ``ThreadTags`` search attribute's entry for ``tag``: ``digest(tag)`` (32 hex)."""
+    return digest(tag)
 
 
 def session_id_for(thread_id: str, principal: str = ANONYMOUS) -> str:

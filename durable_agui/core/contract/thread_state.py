@@ -294,6 +294,9 @@ class ThreadInput(BaseModel):
     turns_per_workflow_run: int = 100
     search_attributes: bool = False
     """Keep ``SEARCH_ATTRIBUTES`` current; only where the server has them registered."""
+    tags_indexed: bool = False
+    """Keep ``ThreadTags`` current too: the thread was started with it, so the server has it
+    registered (threads started before it existed, ``False``, keep only the tags memo)."""
     webhook_attempts: int = 0
     """Attempts per webhook delivery (``Settings.webhook_attempts``); 0: no webhooks."""
     idle_ttl_s: float | None = None

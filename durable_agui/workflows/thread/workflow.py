@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
+        THREAD_TAGS,
         CancelAccepted,
         CancelRequest,
         DeleteRequest,
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadState,
         TokenCounts,
         TurnOutput,
+        tag_key,
     )
     from durable_agui.telemetry.tracing import trace_parent
     from durable_agui.workflows.batch import MAX_BATCH_ANSWER_BYTES, ToolCallBatch
@@ -49,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         PATCH_METADATA,
         PATCH_MULTITASK,
         PATCH_REWIND,
+        PATCH_TAGS_INDEXED,
         PATCH_TTL,
         patched,
     )
@@ -225,6 +228,11 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._book.metadata = metadata
         if self._patched(PATCH_METADATA):
             workflow.upsert_memo(metadata.model_dump(mode="json"))
+        if self._start.tags_indexed and workflow.patched(PATCH_TAGS_INDEXED):
+            keys = [tag_key(tag) for tag in metadata.tags]
+            workflow.upsert_search_attributes(
+                [THREAD_TAGS.value_set(keys) if keys else THREAD_TAGS.value_unset()]
+            )
 
     @workflow.update
     async def delete_thread(self, request: DeleteRequest) -> None:
