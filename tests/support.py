@@ -33,6 +33,7 @@ from durable_agui.core.settings import Settings
 from durable_agui.event_store import event_log
 from durable_agui.event_store.base import read_run
 from durable_agui.sessions import SessionStore
+from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
 
 if TYPE_CHECKING:
@@ -150,6 +151,24 @@ def waiting_call_ids(events: list[dict[str, Any]]) -> list[str]:
 def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
     return store.stored_messages(thread_id)
+
+
+def well_formed(messages: list[dict[str, Any]], open_native: set[str]) -> None:
+    """Each tool use has its result in the next message; placeholders only for open calls."""
+    for position, message in enumerate(messages):
+        uses = [b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b]
+        if not uses:
+            continue
+        assert position + 1 < len(messages), "a tool use ends the history"
+        results = {
+            b["toolResult"]["toolUseId"]: b["toolResult"]
+            for b in messages[position + 1]["content"]
+            if "toolResult" in b
+        }
+        for native in uses:
+            assert native in results, native
+            placeholder = any(c.get("text") == PLACEHOLDER_TEXT for c in results[native]["content"])
+            assert not placeholder or native in open_native, native
 
 
 def store_snapshot(store: SessionStore) -> dict[str, Any]:
