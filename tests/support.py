@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
 from strands import Agent
-from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -344,3 +344,12 @@ async def workflow_runs(stack: DevStack, thread: str) -> int:
     async for _ in client.list_workflows(f"WorkflowId = '{workflow_id_for(thread)}'"):
         count += 1
     return count
+
+
+async def histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """Every run of the workflow ``workflow_id`` (continue-as-new chains), oldest first."""
+    found: list[WorkflowHistory] = []
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
+        found.append(await handle.fetch_history())
+    return found

@@ -42,7 +42,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -55,6 +55,7 @@ from tests.postgres import PostgresServer, throwaway_postgres
 from tests.stack import STORES, Cluster, StoreKind
 from tests.support import (
     CONFIRM_BOOKING,
+    histories,
     parse_sse,
     persisted_messages,
     run_input,
@@ -177,15 +178,6 @@ async def kill_at_random(
             cluster.kill(victim)
             cluster.start_worker(victim)
     return killed
-
-
-async def histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
-    """Every run of the workflow ``workflow_id`` (continue-as-new chains), oldest first."""
-    found: list[WorkflowHistory] = []
-    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
-        handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
-        found.append(await handle.fetch_history())
-    return found
 
 
 async def answer_at_last(http: httpx.AsyncClient, thread: str, sent: list[Sent]) -> bool:
