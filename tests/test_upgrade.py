@@ -21,8 +21,8 @@ placeholder); after a restart of the dev server each thread is idle and answers 
 every workflow history, the previous release's tasks included, replays on this code.
 
 "The previous release" is the newest tag that is an ancestor of HEAD other than HEAD itself
-(``git describe --tags --abbrev=0 HEAD^``), else ``HEAD~1``. Without git or such a commit
-(a shallow clone) the test fails under CI and skips elsewhere.
+(the latest created of ``git tag --merged HEAD --no-contains HEAD``), else ``HEAD~1``.
+Without git or such a commit (a shallow clone) the test fails under CI and skips elsewhere.
 """
 
 from __future__ import annotations
@@ -84,9 +84,12 @@ def previous_release() -> str:
         unavailable("git is missing: the upgrade test installs the previous release from git")
     if git("rev-parse", "--verify", "HEAD^{commit}") is None:
         unavailable(f"{ROOT} is not a git checkout: no previous release to upgrade from")
-    tag = git("describe", "--tags", "--abbrev=0", "HEAD^")
-    if tag:
-        return tag
+    tags = git(
+        "for-each-ref", "--merged=HEAD", "--no-contains=HEAD", "--sort=-creatordate",
+        "--format=%(refname:short)", "refs/tags",
+    )  # fmt: skip
+    if tags:
+        return tags.splitlines()[0]
     parent = git("rev-parse", "--verify", "HEAD~1^{commit}")
     if parent is None:
         unavailable("HEAD has no parent here (a shallow clone?): no previous release")
