@@ -35,9 +35,12 @@ def copy_checkout(folder: Path) -> Path:
     return copy
 
 
-def run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` to its end; raise with its output when it fails."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+def run(
+    command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` to its end (in ``cwd``, with environment ``env``, default this
+    process's); raise with its output when it fails."""
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise AssertionError(
             f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"

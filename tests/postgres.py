@@ -134,6 +134,26 @@ class PostgresServer:
             connection.execute(f'CREATE DATABASE "{name}"')
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
+    def kill(self, timeout_s: float = 30.0) -> None:
+        """SIGKILL the postmaster, as in a crash, and wait until its orphaned backends are
+        gone (they notice the postmaster's death and exit): until then the shared memory
+        segment ``postmaster.pid`` names is still attached and a new postmaster refuses to
+        start. ``start`` then serves the same data on the same port, after crash recovery.
+
+        Raises:
+            TimeoutError: a backend still holds the segment after ``timeout_s``.
+        """
+        process, self._process = self._process, None
+        assert process is not None, "not running"
+        shmid = _shmid(self.folder / "data" / "postmaster.pid")
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + timeout_s
+        while shmid is not None and _attached(shmid):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"backends of the killed postmaster live on: {self.log()}")
+            time.sleep(0.05)
+
     def stop(self, keep_data: bool = False) -> None:
         """Fast shutdown (SIGINT), SIGKILL if that takes too long; the folder goes too unless
         ``keep_data`` (then ``start`` serves the same data on the same port again)."""
@@ -148,3 +168,20 @@ class PostgresServer:
         if not keep_data:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.folder)
+
+
+def _shmid(pid_file: Path) -> int | None:
+    """The System V shared memory id in a ``postmaster.pid`` (its 7th line, ``key shmid``)."""
+    lines = pid_file.read_text().splitlines()
+    fields = lines[6].split() if len(lines) > 6 else []
+    return int(fields[1]) if len(fields) == 2 else None
+
+
+def _attached(shmid: int) -> bool:
+    """Whether a process still has System V shared memory segment ``shmid`` attached
+    (``/proc/sysvipc/shm``: key, shmid, perms, size, cpid, lpid, nattch, ...)."""
+    for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1]) == shmid:
+            return int(fields[6]) > 0
+    return False

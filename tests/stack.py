@@ -235,6 +235,9 @@ class Cluster:
         }
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.api_urls: dict[str, str] = {}
+        self.bin_dir = BIN
+        """Where the ``durable-agui`` that processes start from is (the upgrade test points
+        it at a previous release's venv, then back)."""
 
     @property
     def store(self) -> SessionStore:
@@ -243,7 +246,7 @@ class Cluster:
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None) -> None:
         log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         self.processes[name] = subprocess.Popen(
-            [str(BIN / "durable-agui"), *args],
+            [str(self.bin_dir / "durable-agui"), *args],
             env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
 from strands import Agent
-from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -33,6 +33,7 @@ from durable_agui.core.settings import Settings
 from durable_agui.event_store import event_log
 from durable_agui.event_store.base import read_run
 from durable_agui.sessions import SessionStore
+from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
 
 if TYPE_CHECKING:
@@ -152,6 +153,24 @@ def waiting_call_ids(events: list[dict[str, Any]]) -> list[str]:
 def persisted_messages(store: SessionStore, thread_id: str) -> list[dict[str, Any]]:
     """The thread's Strands messages as stored, in order (read without Strands' repairs)."""
     return store.stored_messages(thread_id)
+
+
+def well_formed(messages: list[dict[str, Any]], open_native: set[str]) -> None:
+    """Each tool use has its result in the next message; placeholders only for open calls."""
+    for position, message in enumerate(messages):
+        uses = [b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b]
+        if not uses:
+            continue
+        assert position + 1 < len(messages), "a tool use ends the history"
+        results = {
+            b["toolResult"]["toolUseId"]: b["toolResult"]
+            for b in messages[position + 1]["content"]
+            if "toolResult" in b
+        }
+        for native in uses:
+            assert native in results, native
+            placeholder = any(c.get("text") == PLACEHOLDER_TEXT for c in results[native]["content"])
+            assert not placeholder or native in open_native, native
 
 
 def store_snapshot(store: SessionStore) -> dict[str, Any]:
@@ -327,3 +346,12 @@ async def workflow_runs(stack: DevStack, thread: str) -> int:
     async for _ in client.list_workflows(f"WorkflowId = '{workflow_id_for(thread)}'"):
         count += 1
     return count
+
+
+async def histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """Every run of the workflow ``workflow_id`` (continue-as-new chains), oldest first."""
+    found: list[WorkflowHistory] = []
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
+        found.append(await handle.fetch_history())
+    return found
