@@ -440,7 +440,7 @@ async def ensure_retained(settings: Settings, state: ThreadState, run_id: str) -
     here (the stream says so itself).
 
     Raises:
-        ThreadRefused: 410 ``RunEventsPruned``.
+        ThreadRefused: 410 ``RunEventsPruned``; 503 ``EventLogReplaced`` (``log_end``).
     """
     log = event_log(settings)
     if log is None or not state.event_log or run_id not in state.finished_run_ids:
@@ -451,6 +451,8 @@ async def ensure_retained(settings: Settings, state: ThreadState, run_id: str) -
 
     try:
         mark = await asyncio.to_thread(pruned_run, log, state.session_id, run_id)
+    except EventLogReplaced as err:
+        raise log_replaced(err) from None
     except STORE_ERRORS as err:
         logger.warning("reading the event log's prune mark: %s", err)
         return
