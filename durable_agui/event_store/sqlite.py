@@ -169,18 +169,7 @@ class SqliteEventLog(EventLog):
             connection.execute(
                 "DELETE FROM event WHERE thread = ? AND run_id = ?", (thread, DELETED_RUN)
             )
-            keys = [entry.key for entry in entries if entry.key is not None]
-            held: set[str] = set()
-            if keys:
-                marks = ",".join("?" * len(keys))
-                held = {
-                    key
-                    for (key,) in connection.execute(
-                        f"SELECT idempotency_key FROM event WHERE thread = ? "
-                        f"AND idempotency_key IN ({marks})",
-                        (thread, *keys),
-                    )
-                }
+            held = _held_keys(connection, thread, entries)
             rows = []
             now = time.time()
             for entry in entries:
@@ -308,6 +297,21 @@ def _prune_run(
             (thread, max(offsets) + 1, time.time()),
         )
     return int(removed)
+
+
+def _held_keys(connection: sqlite3.Connection, thread: str, entries: list[LogEntry]) -> set[str]:
+    """The idempotency keys of ``entries`` the thread's log already holds."""
+    keys = [entry.key for entry in entries if entry.key is not None]
+    if not keys:
+        return set()
+    marks = ",".join("?" * len(keys))
+    return {
+        key
+        for (key,) in connection.execute(
+            f"SELECT idempotency_key FROM event WHERE thread = ? AND idempotency_key IN ({marks})",
+            (thread, *keys),
+        )
+    }
 
 
 @dataclass(frozen=True)
