@@ -469,6 +469,27 @@ async def test_dev_refuses_an_open_address_before_starting_anything(
     assert not (tmp_path / "data").exists()
 
 
+async def test_a_retention_under_a_second_is_a_bad_setting_not_a_traceback(
+    cli: Launch, tmp_path: Path
+) -> None:
+    """A positive DURABLE_AGUI_EVENT_RETENTION_DAYS under a microsecond passed the settings
+    and the worker then stopped with the pruner's ValueError traceback, once its dev server
+    was up."""
+    ports = [str(free_port()) for _ in range(3)]
+    started = await cli(
+        "dev",
+        *("--data-dir", str(tmp_path / "data"), "--port", ports[0]),
+        *("--temporal-port", ports[1], "--ui-port", ports[2]),
+        env={"DURABLE_AGUI_EVENT_RETENTION_DAYS": "1e-12"},
+    )
+    assert await started.exit_code() == 1
+    lines = [line for line in started.output.splitlines() if line.strip()]
+    assert lines == [
+        "durable-agui dev: bad settings: DURABLE_AGUI_EVENT_RETENTION_DAYS: 1e-12 days is "
+        "under a second: 0 keeps every run's events, else at least 0.0000116 days (one second)"
+    ], started.output
+
+
 @pytest.mark.parametrize("args", [["threads"], ["thread", "t1"]], ids=["threads", "thread"])
 async def test_read_commands_name_the_temporal_address_they_cannot_reach(
     cli: Launch, args: list[str]

@@ -191,7 +191,7 @@ async def test_a_deleted_threads_tombstone_goes_after_the_retention(settings: Se
     assert (log.end("t"), log.pruned("t")) == (0, None)
 
 
-@pytest.mark.parametrize("days", [-1, float("inf"), float("nan"), 3651])
+@pytest.mark.parametrize("days", [-1, float("inf"), float("nan"), 3651, 1e-12, 0.5 / 86_400])
 def test_the_retention_setting_is_bounded(days: float) -> None:
     with pytest.raises(ValidationError):
         Settings(event_retention_days=days)

@@ -12,6 +12,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from durable_agui.core.agent_queues import task_queue_problem
 
+MIN_RETENTION_DAYS = 1 / 86_400
+"""The shortest ``event_retention_days`` but 0: one second."""
+
 
 class Settings(BaseSettings):
     """Every setting the API, the worker and the CLI read.
@@ -176,7 +179,8 @@ class Settings(BaseSettings):
     most 3,650): a run whose ``RUN_FINISHED`` or ``RUN_ERROR`` is older is pruned by the
     workers (``durable_agui.event_store.retention``), and a reconnect to it gets 410
     ``RunEventsPruned``. The thread's messages and its Temporal history stay. ``0``: keep
-    every run's events for ever (no pruning)."""
+    every run's events for ever (no pruning); else at least one second
+    (``MIN_RETENTION_DAYS``)."""
     stream_poll_cooldown_ms: int = 20
     """Pause between two stream polls of one SSE subscriber when it is caught up."""
 
@@ -229,6 +233,18 @@ class Settings(BaseSettings):
         if problem is not None:
             raise ValueError(f"the task queue {problem}")
         return task_queue
+
+    @field_validator("event_retention_days")
+    @classmethod
+    def _retention_of_a_second_or_more(cls, days: float) -> float:
+        # Below a microsecond the pruner's timedelta is 0, which it refuses: the worker
+        # stopped with a traceback after the settings had been taken.
+        if 0 < days < MIN_RETENTION_DAYS:
+            raise ValueError(
+                f"{days:g} days is under a second: 0 keeps every run's events, else at least "
+                f"{MIN_RETENTION_DAYS:.7f} days (one second)"
+            )
+        return days
 
     @field_validator("log_level", mode="before")
     @classmethod
