@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs once after the Temporal server is healthy: the namespace and the search attributes
-# threads keep current (names and types: durable_agui/core/contract.py SEARCH_ATTRIBUTES).
+# threads keep current (names and types: durable_agui/core/contract/ids.py SEARCH_ATTRIBUTES).
 #
 #   TEMPORAL_ADDRESS=host:7233 TEMPORAL_NAMESPACE=default sh deploy/temporal-setup.sh
 #

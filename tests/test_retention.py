@@ -229,6 +229,7 @@ async def test_a_reconnect_to_a_pruned_run_gets_410_and_the_thread_goes_on(
         gone = await http.get("/threads/kept/runs/r1/events")
         assert gone.status_code == 410, gone.text
         assert gone.json()["detail"]["type"] == "RunEventsPruned"
+        assert "finished more than 30 days ago" in gone.json()["detail"]["message"], gone.text
         again = await http.get("/threads/kept/runs/r2/events")
         assert again.status_code == 200
         assert parse_sse(again.text)[-1]["type"] == "RUN_FINISHED"

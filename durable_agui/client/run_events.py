@@ -457,13 +457,23 @@ async def ensure_retained(settings: Settings, state: ThreadState, run_id: str) -
         logger.warning("reading the event log's prune mark: %s", err)
         return
     if mark is not None:
-        days = settings.event_retention_days
         raise ThreadRefused(
             STATUS_BY_ERROR_TYPE[ErrorType.RUN_EVENTS_PRUNED],
             ErrorType.RUN_EVENTS_PRUNED,
-            f"run {_shown(run_id)!r} finished more than {days:g} days ago and its events "
-            "were removed (the thread's messages are kept)",
+            f"run {_shown(run_id)!r} finished more than "
+            f"{_period(settings.event_retention_days)} ago and its events were removed "
+            "(the thread's messages are kept)",
         )
+
+
+def _period(days: float) -> str:
+    """A retention period as people write it: ``30 days``, ``12 hours``, ``90 seconds``."""
+    seconds = days * 86_400
+    if days >= 1:
+        return f"{round(days, 2):g} days"
+    if seconds >= 3600:
+        return f"{round(seconds / 3600, 2):g} hours"
+    return f"{round(seconds, 2):g} seconds"
 
 
 def _shown(run_id: str) -> str:

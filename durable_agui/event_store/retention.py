@@ -17,8 +17,8 @@ The rule (issue 27, "nothing grows without bound"):
   (``durable_agui.client.run_events.ensure_retained``), and the thread's offsets never go
   back below it. The mark goes with the thread (``EventLog.delete``).
 
-The worker runs the pruner (``durable_agui.worker.ThreadWorkers``): a pass every
-``PASS_INTERVAL_S``, in batches of ``batch_rows`` rows, each one short transaction in a
+The worker runs the pruner (``durable_agui.worker.ThreadWorkers``): a first pass a minute or
+two after it starts (``FIRST_PASS_S``), then one every ``PASS_INTERVAL_S``, in batches of ``batch_rows`` rows, each one short transaction in a
 worker thread (``asyncio.to_thread``), so no turn waits on it and SQLite's write lock is
 held for milliseconds. Several workers pruning at once remove the same rows at most once.
 """
@@ -40,6 +40,10 @@ BATCH_ROWS = 500
 PASS_INTERVAL_S = 600.0
 """Seconds between two passes of a worker's pruner (each waits a random tenth more, so the
 workers of a deployment drift apart)."""
+FIRST_PASS_S = 60.0
+"""Seconds from a worker's start to its first pass, at least (up to twice as long, at
+random): soon enough that workers restarted by every deploy still prune, late enough that a
+deployment's workers starting together do not prune together."""
 BATCH_PAUSE_S = 0.01
 """Pause between two batches of a pass: other writers take the lock in between."""
 
@@ -74,8 +78,10 @@ class EventPruner:
     async def run(self) -> None:
         """Prune every ``PASS_INTERVAL_S`` until cancelled; a pass that fails is logged and
         the next one tries again (the worker's turns never depend on it)."""
+        wait = FIRST_PASS_S * (1 + random.random())
         while True:
-            await asyncio.sleep(PASS_INTERVAL_S * (1 + random.random() / 10))
+            await asyncio.sleep(wait)
+            wait = PASS_INTERVAL_S * (1 + random.random() / 10)
             try:
                 pruned = await self.prune_pass()
             except Exception as err:  # never stop the worker: the next pass tries again
