@@ -105,43 +105,79 @@ def _write_back_verified(
         ) from err
 
 
+def _write(settings: Settings, request: ReconcileInput, writer: Writer) -> ReconcileOutput:
+    """``write_answers``' work on the store (blocking: run in a thread)."""
+    store = session_store(settings)
+    thread = request.session_id or request.thread_id
+    store.claim(thread, writer)
+    _cut_failed_turn(store, thread, request.expected_count, writer)
+    repository = store.open(thread, writer).session_repository
+    wanted = {
+        r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
+    }
+    rewritten: list[str] = []
+    unchanged: list[str] = []
+    appended = False
+    messages = repository.list_messages(thread, AGENT_ID)
+    for message in messages:
+        patched, same = patch_tool_results(message, wanted)
+        unchanged += same
+        changed = bool(patched)
+        if message is messages[-1] and _takes_user_input(message, request):
+            # The results end the history: new user input joins their message rather than
+            # following it as a second user message (roles alternate for every provider).
+            changed = _append_user_input(message, request.user_messages) or changed
+            appended = True
+        if changed:
+            _write_back_verified(repository, thread, message)
+        rewritten += patched
+    missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
+    if missing:
+        # The session was changed outside this server (or a failed turn was cut away):
+        # there is nothing to patch, and Strands repairs unpaired tool uses on load.
+        activity.logger.warning("no persisted tool result for native ids %s", missing)
+    return ReconcileOutput(
+        rewritten=rewritten, unchanged=unchanged, missing=missing, user_input_appended=appended
+    )
+
+
+async def write_answers(
+    settings: Settings, request: ReconcileInput, writer: Writer
+) -> ReconcileOutput:
+    """Replace each placeholder ``toolResult`` of ``request`` (by native id) with its result,
+    and append the user input to their message when it ends the history: the work of
+    ``reconcile_session``, also done first by a turn that carries answers
+    (``TurnInput.answers``). Store errors are raised as they are (the caller reports them).
+
+    Raises:
+        ApplicationError: ``ReconcileVerifyFailed`` (a read-back differs), ``ReconcileFailed``
+            (anything that is not the store, not retried).
+        SessionStoreInconsistent, WriterSuperseded, STORE_ERRORS: from the store.
+    """
+    set_attributes({ATTRIBUTE_NATIVE_TOOL_CALL_IDS: [r.native_id for r in request.results]})
+    if request.user_messages:  # joins the results: its media checked and fetched
+        resolved = await resolve_media(request.user_messages, settings)
+        request = request.model_copy(update={"user_messages": resolved})
+    try:
+        return await asyncio.to_thread(_write, settings, request, writer)
+    except _REPORTED:
+        raise
+    except Exception as err:
+        # Not the store being away, so retrying would fail the same way for ever and hold
+        # the thread: the run ends with RUN_ERROR, the answers stay recorded, and the next
+        # run writes them again.
+        activity.logger.exception("writing the answers failed")
+        raise ApplicationError(
+            f"writing the answers to the session failed ({type(err).__name__}); "
+            "nothing is lost, the thread's next run writes them again",
+            type=ErrorType.RECONCILE_FAILED,
+            non_retryable=True,
+        ) from None
+
+
 class ReconcileActivities:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-
-    def _reconcile(self, request: ReconcileInput, writer: Writer) -> ReconcileOutput:
-        store = session_store(self._settings)
-        thread = request.session_id or request.thread_id
-        store.claim(thread, writer)
-        _cut_failed_turn(store, thread, request.expected_count, writer)
-        repository = store.open(thread, writer).session_repository
-        wanted = {
-            r.native_id: tool_result_block(r.native_id, r.content, r.error) for r in request.results
-        }
-        rewritten: list[str] = []
-        unchanged: list[str] = []
-        appended = False
-        messages = repository.list_messages(thread, AGENT_ID)
-        for message in messages:
-            patched, same = patch_tool_results(message, wanted)
-            unchanged += same
-            changed = bool(patched)
-            if message is messages[-1] and _takes_user_input(message, request):
-                # The results end the history: new user input joins their message rather than
-                # following it as a second user message (roles alternate for every provider).
-                changed = _append_user_input(message, request.user_messages) or changed
-                appended = True
-            if changed:
-                _write_back_verified(repository, thread, message)
-            rewritten += patched
-        missing = sorted(set(wanted) - set(rewritten) - set(unchanged))
-        if missing:
-            # The session was changed outside this server (or a failed turn was cut away):
-            # there is nothing to patch, and Strands repairs unpaired tool uses on load.
-            activity.logger.warning("no persisted tool result for native ids %s", missing)
-        return ReconcileOutput(
-            rewritten=rewritten, unchanged=unchanged, missing=missing, user_input_appended=appended
-        )
 
     @activity.defn(name="count_session_messages")
     async def count_session_messages(self, session_id: str) -> int:
@@ -194,24 +230,6 @@ class ReconcileActivities:
                 ``ReconcileFailed`` (anything else that is not the store being away), not
                 retried; ``SessionStoreUnavailable``, retried.
         """
-        set_attributes({ATTRIBUTE_NATIVE_TOOL_CALL_IDS: [r.native_id for r in request.results]})
         with store_errors_as_application_errors():
             async with heartbeating():
-                if request.user_messages:  # joins the results: its media checked and fetched
-                    resolved = await resolve_media(request.user_messages, self._settings)
-                    request = request.model_copy(update={"user_messages": resolved})
-                try:
-                    return await asyncio.to_thread(self._reconcile, request, attempt_writer())
-                except _REPORTED:
-                    raise
-                except Exception as err:
-                    # Not the store being away, so retrying would fail the same way for ever
-                    # and hold the thread: the run ends with RUN_ERROR, the answers stay
-                    # recorded, and the next run writes them again.
-                    activity.logger.exception("reconcile failed")
-                    raise ApplicationError(
-                        f"writing the answers to the session failed ({type(err).__name__}); "
-                        "nothing is lost, the thread's next run writes them again",
-                        type=ErrorType.RECONCILE_FAILED,
-                        non_retryable=True,
-                    ) from None
+                return await write_answers(self._settings, request, attempt_writer())

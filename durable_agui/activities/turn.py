@@ -27,6 +27,7 @@ from durable_agui.activities.heartbeat import heartbeating
 from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.activities.reconcile import write_answers
 from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.state import StateEvents, turn_start_state
 from durable_agui.activities.store_errors import attempt_writer, store_errors_as_application_errors
@@ -49,7 +50,9 @@ from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
     TOO_MANY_CALLS,
+    TURN_ATTEMPTS,
     ErrorType,
+    ReconcileOutput,
     TokenCounts,
     TurnInput,
     TurnOutput,
@@ -101,6 +104,27 @@ def build_failed(agent: str, err: BaseException) -> ApplicationError:
         type=ErrorType.AGENT_BUILD_FAILED,
         non_retryable=True,
     )
+
+
+WAITS_FOR_THE_STORE = frozenset({ErrorType.SESSION_STORE_UNAVAILABLE})
+"""Failures a turn that carries answers retries without limit (see ``last_attempt``)."""
+
+
+def last_attempt(turn: TurnInput, err: Exception) -> Exception:
+    """``err``, made final (``non_retryable``) when ``turn`` carries answers and this was its
+    last attempt by ``RUN_TURN_RETRY`` (3), unless the store is away.
+
+    A turn with answers is scheduled without an attempt limit (``steps.start_turn``), as
+    ``reconcile_session`` is: an answer the thread accepted is written as soon as the store
+    is back, however long it was away. Its other failures end the run after as many
+    attempts as any turn's; the type and message stay the run's ``RUN_ERROR``."""
+    if turn.answers is None or activity.info().attempt < TURN_ATTEMPTS:
+        return err
+    if isinstance(err, ApplicationError):
+        if err.type in WAITS_FOR_THE_STORE or err.non_retryable:
+            return err
+        return ApplicationError(err.message, *err.details, type=err.type, non_retryable=True)
+    return ApplicationError(str(err), type=type(err).__name__, non_retryable=True)
 
 
 def _superseded(err: BaseException | None) -> WriterSuperseded | None:
@@ -402,7 +426,13 @@ class TurnActivities:
         (``turn_start_state``), and streams a fresh ``STATE_SNAPSHOT`` of it.
         """
         with measured_turn(turn.agent) as measure:
-            output = await self._turn(turn)
+            try:
+                output = await self._turn(turn)
+            except Exception as err:
+                final = last_attempt(turn, err)
+                if final is err:
+                    raise
+                raise final from err
             measure.ended(output)
         tool_call_attributes(output.tool_calls)
         return output
@@ -436,6 +466,7 @@ class TurnActivities:
                 await events.write_prelude(turn.prelude)  # RUN_STARTED, before the turn's
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
+                written, turn = await self._write_answers(turn, writer)
                 start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id, writer)
@@ -452,4 +483,19 @@ class TurnActivities:
             stop_reason=stop_reason,
             message_count=message_count,
             usage=usage,
+            answers_written=written,
         )
+
+    async def _write_answers(
+        self, turn: TurnInput, writer: Writer
+    ) -> tuple[ReconcileOutput | None, TurnInput]:
+        """Write ``turn.answers`` (``write_answers``) under the turn's heartbeat; returns what
+        it did, and the turn to run: without its user input when that joined the answers'
+        message (the model reads it there)."""
+        if turn.answers is None:
+            return None, turn
+        async with heartbeating(*activity.info().heartbeat_details):
+            written = await write_answers(self._settings, turn.answers, writer)
+        if written.user_input_appended:
+            turn = turn.model_copy(update={"user_messages": []})
+        return written, turn

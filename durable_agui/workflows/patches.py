@@ -53,6 +53,13 @@ PATCH_TAGS_INDEXED = "tags-in-the-thread-tags-search-attribute"
 ``ThreadTags`` search attribute where it writes its tags memo; histories recorded before it
 (or by a worker that did not know it, during a rolling deploy) wrote the memo alone."""
 
+PATCH_ANSWERS_IN_TURN = "answers-written-by-the-turn"
+"""workflow.patched id: a run that brings the answers of a closed batch hands them to its
+turn (``TurnInput.answers``), which writes them before it runs: one activity and one
+workflow task fewer per round trip. Histories recorded before it wrote them with
+``reconcile_session`` first. Asked once per workflow run, at its first turn (or first
+continuation), so its marker lands beside the turn's own."""
+
 SETTLED_PATCHES = frozenset(
     {
         PATCH_COUNT_FIRST,

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.core.agent_queues import agent_task_queue
     from durable_agui.core.contract import (
         HEARTBEAT_TIMEOUT,
+        TURN_ATTEMPTS,
         AppendInput,
         ApprovedCall,
         ErrorType,
@@ -35,8 +36,14 @@ with workflow.unsafe.imports_passed_through():
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 RUN_TURN_RETRY = RetryPolicy(
-    maximum_attempts=3, non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
+    maximum_attempts=TURN_ATTEMPTS, non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
 )
+RUN_TURN_WITH_ANSWERS_RETRY = RetryPolicy(
+    maximum_interval=timedelta(seconds=10), non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
+)
+"""A turn that writes answers first (``TurnInput.answers``): retried while the store is
+away, as ``reconcile_session`` is; the turn makes its other failures final after
+``TURN_ATTEMPTS`` (``durable_agui.activities.turn.last_attempt``)."""
 RECONCILE_TIMEOUT = timedelta(seconds=30)
 RECONCILE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
 """Without limit: an answer the API accepted is written as soon as the session store is
@@ -173,12 +180,17 @@ async def deliver_webhook(delivery: WebhookDelivery, attempts: int) -> None:
 
 
 def start_turn(
-    request: TurnInput, trace_id: str | None = None
+    request: TurnInput, trace_id: str | None = None, wire_ids: dict[str, str] | None = None
 ) -> workflow.ActivityHandle[TurnOutput]:
     """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)
     on the agent's task queue (``turn_task_queue``).
-    ``trace_id``: the run's trace, named in the summary (find the run's spans by it)."""
+    ``trace_id``: the run's trace, named in the summary (find the run's spans by it);
+    ``wire_ids``: native id -> wire id of the answers it writes, for the summary."""
     approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)
+    if request.answers is not None and request.answers.results:
+        approved += ", reconcile " + ", ".join(
+            _named(r, wire_ids or {}) for r in request.answers.results
+        )
     return workflow.start_activity(
         "run_turn",
         request,
@@ -186,7 +198,7 @@ def start_turn(
         result_type=TurnOutput,
         start_to_close_timeout=RUN_TURN_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        retry_policy=RUN_TURN_RETRY,
+        retry_policy=RUN_TURN_RETRY if request.answers is None else RUN_TURN_WITH_ANSWERS_RETRY,
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=f"turn of run {request.run_id}"
         + ("" if request.user_messages else " (continuation)")

@@ -60,6 +60,39 @@ class AppendInput(BaseModel):
     """``ThreadInput.event_log_id``: the log the events belong in."""
 
 
+class ReconcileInput(BaseModel):
+    """Input of ``reconcile_session``.
+
+    ``user_messages``: new user input that arrived with (or instead of) the answers; it is
+    appended to the same message as the results, so roles keep alternating for every
+    model provider.
+    """
+
+    thread_id: str
+    results: list[NativeToolResult] = Field(default_factory=list)
+    user_messages: list[UserInput] = Field(default_factory=list)
+    anchor_native_id: str | None = None
+    """The call whose result message receives ``user_messages`` (if it ends the history)."""
+    session_id: str | None = None
+    """The thread's id in the session store (``thread_id`` when ``None``)."""
+    expected_count: int | None = None
+    """How many messages the thread recorded in its session; a store holding another
+    number is inconsistent and nothing is written (``SessionStoreInconsistent``)."""
+    run_id: str | None = None
+    """The run that writes them (``None``: an expiry's, between runs), for its logs."""
+
+
+class ReconcileOutput(BaseModel):
+    """``rewritten``: native ids patched now; ``unchanged``: already held the real result;
+    ``missing``: no persisted result to patch; ``user_input_appended``: the user input
+    joined the anchor's message."""
+
+    rewritten: list[str]
+    unchanged: list[str]
+    missing: list[str] = Field(default_factory=list)
+    user_input_appended: bool = False
+
+
 class TurnInput(BaseModel):
     """Input of the ``run_turn`` activity.
 
@@ -102,6 +135,12 @@ class TurnInput(BaseModel):
     """The thread's own events of the run so far (``RUN_STARTED``, results it closed a
     batch with), appended before the turn's: the first text does not wait for a write of
     the workflow's. Keyed, so a retry or the workflow's later write adds none twice."""
+    answers: ReconcileInput | None = None
+    """The closed batch's results to write over their placeholders first (what
+    ``reconcile_session`` does, inside the turn: one activity where there were two). When
+    the user input joins their message (``ReconcileOutput.user_input_appended``), the turn
+    is not prompted with it again. ``None``: nothing to write, or a thread whose history
+    wrote them with an activity of their own (``PATCH_ANSWERS_IN_TURN``)."""
 
 
 class TurnOutput(BaseModel):
@@ -115,40 +154,9 @@ class TurnOutput(BaseModel):
     usage: TokenCounts | None = None
     """The turn's token usage (its last attempt's); ``None`` when no model call reported
     any."""
+    answers_written: ReconcileOutput | None = None
+    """What the write of ``TurnInput.answers`` did; ``None`` when the turn had none."""
 
     @property
     def open_calls(self) -> list[ToolCallRecord]:
         return [call for call in self.tool_calls if call.kind != "backend"]
-
-
-class ReconcileInput(BaseModel):
-    """Input of ``reconcile_session``.
-
-    ``user_messages``: new user input that arrived with (or instead of) the answers; it is
-    appended to the same message as the results, so roles keep alternating for every
-    model provider.
-    """
-
-    thread_id: str
-    results: list[NativeToolResult] = Field(default_factory=list)
-    user_messages: list[UserInput] = Field(default_factory=list)
-    anchor_native_id: str | None = None
-    """The call whose result message receives ``user_messages`` (if it ends the history)."""
-    session_id: str | None = None
-    """The thread's id in the session store (``thread_id`` when ``None``)."""
-    expected_count: int | None = None
-    """How many messages the thread recorded in its session; a store holding another
-    number is inconsistent and nothing is written (``SessionStoreInconsistent``)."""
-    run_id: str | None = None
-    """The run that writes them (``None``: an expiry's, between runs), for its logs."""
-
-
-class ReconcileOutput(BaseModel):
-    """``rewritten``: native ids patched now; ``unchanged``: already held the real result;
-    ``missing``: no persisted result to patch; ``user_input_appended``: the user input
-    joined the anchor's message."""
-
-    rewritten: list[str]
-    unchanged: list[str]
-    missing: list[str] = Field(default_factory=list)
-    user_input_appended: bool = False

@@ -178,3 +178,7 @@ def schedule_ids(thread_id: str, principal: str = ANONYMOUS) -> list[str]:
     """
     session_id = session_id_for(thread_id, principal)
     return [f"{SCHEDULE_ID_PREFIX}{session_id}.{n:02d}" for n in range(MAX_SCHEDULES)]
+
+
+TURN_ATTEMPTS = 3
+"""Attempts of a turn (``run_turn``) before its run ends with ``RUN_ERROR``."""

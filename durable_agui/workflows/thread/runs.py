@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         usage_entries,
     )
     from durable_agui.workflows.patches import (
+        PATCH_ANSWERS_IN_TURN,
         PATCH_CANCELLED_TURN_FAILS,
         PATCH_COUNT_FIRST,
         PATCH_EARLY_ANSWERS,
@@ -96,6 +97,7 @@ class RunSteps:
     _run_outcomes: dict[str, Literal["cancelled", "finished"]]
     _run_usage: TokenCounts | None
     _idle_since: datetime
+    _answers_patched: bool | None
     # What the workflow's other halves provide (declared, not defined: the MRO finds them).
     _patched: Callable[[str], bool]  # AgentThreadWorkflow's
     _notify: Callable[[str], None]  # WebhookDeliveries'
@@ -250,7 +252,12 @@ class RunSteps:
 
     async def _continue(self, run: RunRequest) -> None:
         """Write the closed batch's results (and the run's user input after them), then run
-        the turn that reads them."""
+        the turn that reads them: both in the turn's activity (``PATCH_ANSWERS_IN_TURN``),
+        or, in histories recorded before it, with ``reconcile_session`` first."""
+        if self._answers_in_turn():
+            answers = self._answers(run.user_messages)
+            await self._run_turn(run, run.user_messages, self._book.approved, answers)
+            return
         try:
             appended = await self._write_tail(run.user_messages, cancellable=True)
         except ActivityError as err:
@@ -265,10 +272,23 @@ class RunSteps:
         if isinstance(err.cause, CancelledError) and self._cancel_requested:
             raise RunCancelled(persisted=False) from err
 
+    def _answers_in_turn(self) -> bool:
+        """``workflow.patched(PATCH_ANSWERS_IN_TURN)``, asked once per workflow run (its
+        first turn or continuation asks) and kept."""
+        if self._answers_patched is None:
+            self._answers_patched = workflow.patched(PATCH_ANSWERS_IN_TURN)
+        return self._answers_patched
+
     async def _run_turn(
-        self, run: RunRequest, user_messages: list[UserInput], approved: list[ApprovedCall]
+        self,
+        run: RunRequest,
+        user_messages: list[UserInput],
+        approved: list[ApprovedCall],
+        answers: ReconcileInput | None = None,
     ) -> None:
+        """Run the turn (writing ``answers`` first, when given: see ``_continue``)."""
         book = self._book
+        self._answers_in_turn()  # its marker beside the turn's, at the run's first turn
         if book.message_count is None and self._patched(PATCH_COUNT_FIRST):
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
@@ -276,8 +296,15 @@ class RunSteps:
                 self._session_id, settled=self._events.event_log
             )
         self._turn_start = book.message_count
-        rewind.record_prompts(book, user_messages)
-        output = await self._await_turn(run, self._turn_input(run, user_messages, approved))
+        if answers is None:
+            rewind.record_prompts(book, user_messages)
+        output = await self._await_turn(
+            run, self._turn_input(run, user_messages, approved, answers)
+        )
+        if output.answers_written is not None:
+            book.tail = []
+            if not output.answers_written.user_input_appended:
+                rewind.record_prompts(book, user_messages)
         self._record_turn(run, output)
         if self._cancel_requested and output.stop_reason == "cancelled":
             # Calls the cancelled turn emitted are closed at once, so the history stays valid.
@@ -288,7 +315,11 @@ class RunSteps:
         # A cancel that came after the turn's last model call changes nothing: it finished.
 
     def _turn_input(
-        self, run: RunRequest, user_messages: list[UserInput], approved: list[ApprovedCall]
+        self,
+        run: RunRequest,
+        user_messages: list[UserInput],
+        approved: list[ApprovedCall],
+        answers: ReconcileInput | None,
     ) -> TurnInput:
         book = self._book
         return TurnInput(
@@ -311,11 +342,14 @@ class RunSteps:
             event_log_id=self._events.event_log_id,
             prelude=self._events.prelude(run.run_id),
             tool_call_ids=self._batch.state.tool_call_ids,
+            answers=answers,
         )
 
     async def _await_turn(self, run: RunRequest, turn: TurnInput) -> TurnOutput:
         """Run the turn's activity; a cancel that stopped it is ``RunCancelled``."""
-        self._turn_activity = steps.start_turn(turn, self._book.run_trace_ids.get(run.run_id))
+        self._turn_activity = steps.start_turn(
+            turn, self._book.run_trace_ids.get(run.run_id), self._wire_ids()
+        )
         try:
             return await self._turn_activity
         except ActivityError as err:
@@ -390,19 +424,10 @@ class RunSteps:
         the tail stays, and the next run writes it.
         """
         book = self._book
-        if not book.tail and not (user_messages and book.tail_anchor):
+        request = self._answers(user_messages)
+        if request is None:
             return False
-        request = ReconcileInput(
-            thread_id=self._thread_id,
-            session_id=self._session_id,
-            results=book.tail,
-            user_messages=user_messages,
-            anchor_native_id=book.tail_anchor,
-            expected_count=book.message_count,
-            run_id=self._current_run_id,
-        )
-        wire_ids = {n: w for w, n in self._batch.state.tool_call_ids.items()}
-        handle = steps.start_reconcile(request, wire_ids)
+        handle = steps.start_reconcile(request, self._wire_ids())
         if cancellable:
             self._reconcile_activity = handle
         try:
@@ -411,3 +436,23 @@ class RunSteps:
             self._reconcile_activity = None
         book.tail = []
         return written.user_input_appended
+
+    def _answers(self, user_messages: list[UserInput]) -> ReconcileInput | None:
+        """The write of the tail (and ``user_messages`` after it); ``None``: nothing to
+        write."""
+        book = self._book
+        if not book.tail and not (user_messages and book.tail_anchor):
+            return None
+        return ReconcileInput(
+            thread_id=self._thread_id,
+            session_id=self._session_id,
+            results=book.tail,
+            user_messages=user_messages,
+            anchor_native_id=book.tail_anchor,
+            expected_count=book.message_count,
+            run_id=self._current_run_id,
+        )
+
+    def _wire_ids(self) -> dict[str, str]:
+        """Native id -> wire id of the thread's calls, for activity summaries."""
+        return {n: w for w, n in self._batch.state.tool_call_ids.items()}

@@ -102,6 +102,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._deleted = False  # its session is gone
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
+        self._answers_patched: bool | None = None  # PATCH_ANSWERS_IN_TURN, per workflow run
         self._events = ThreadEvents(start, self._telemetry)
 
     @workflow.run
