@@ -104,6 +104,17 @@ async def round_trip(env: WorkflowEnvironment, settings: Settings, thread: str) 
     await answer(env.client, thread, "r2", ToolResult(tool_call_id=wire_id, content='{"ok":true}'))
 
 
+async def answers_in_turn(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A round trip whose answer the turn writes before it runs (``PATCH_ANSWERS_IN_TURN``),
+    then a second one: the patch is asked once per workflow run."""
+    await round_trip(env, settings, thread)
+    await start_run(
+        env.client, settings, thread, "r3", 'call confirm_booking {"f":2}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r3")
+    await answer(env.client, thread, "r4", ToolResult(tool_call_id=wire_id, content='{"ok":1}'))
+
+
 async def agent_queue(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
     """The round trip with each turn on the agent's task queue (``PATCH_AGENT_QUEUES``)."""
     await round_trip(env, settings, thread)
@@ -564,6 +575,7 @@ SCENARIOS: dict[str, Scenario] = {
     "regenerate": regenerate,
     "metadata": metadata,
     "tags_indexed": tags_indexed,
+    "answers_in_turn": answers_in_turn,
     "cancelled_turn_fails": cancelled_turn_fails,
     "event_log": event_log,
     "log_away": log_away,
