@@ -262,17 +262,23 @@ def running(
     model_env: Mapping[str, str],
     ours_env: Mapping[str, str],
     temporal_args: Sequence[str] = (),
-) -> Iterator[tuple[Target, Target]]:
-    """Both systems, started on loopback, stopped on the way out (also on failure and
-    Ctrl-C). Yields ``(ours, baseline)`` as ``Target`` objects.
+) -> Iterator[tuple[Target, Target, FloorWorker]]:
+    """The three sides, started on loopback, stopped on the way out (also on failure and
+    Ctrl-C). Yields ``(ours, baseline, floor)``: ``Target`` objects, and the floor's worker
+    (started; ``bench.floor.Floor.connect`` waits until it polls).
 
-    ``model_env`` (the offline model's latency) goes to both; ``ours_env`` and
-    ``temporal_args`` (extra dev server arguments) only to ours.
+    ``model_env`` (the offline model's latency) goes to ours and the baseline;
+    ``ours_env`` and ``temporal_args`` (extra dev server arguments) to ours, and the floor
+    (ours' dev server, ours' environment) follows.
     """
     ours = OurStack(folder / "ours", {**model_env, **ours_env}, temporal_args)
+    floor = FloorWorker(folder / "floor", ours)
     baseline = Baseline(folder / "baseline", model_env)
     try:
-        yield ours.start(), baseline.start()
+        ours_target = ours.start()
+        floor.start()  # it loads while the baseline starts
+        yield ours_target, baseline.start(), floor
     finally:
         baseline.stop()
+        floor.stop()
         ours.stop()
