@@ -8,8 +8,9 @@ says how much of that Temporal itself asks, so ours / floor is what our own code
 A floor turn is one ``FloorWorkflow.turn`` update: it runs ``floor_turn`` (an activity that
 does nothing) and returns when it completes. A floor round trip is two turns on one
 workflow, as ours is two runs on one thread. The first turn starts the workflow with it
-(update-with-start: one request, where start + update would be two, and ours starts a
-thread the same way); the second is a plain update. The workflow then stays open, waiting
+(update-with-start, as ours starts a thread: one request where start + update are two; on
+this machine's dev server its first turn took 73 ms against 95 ms, medians of 20); the
+second is a plain update. The workflow then stays open, waiting
 for turns, as a thread stays open between runs: closing it would add an event and a
 workflow task that ours does not pay.
 
