@@ -1,9 +1,14 @@
-"""What durability costs: durable-agui against the in-process ``ag_ui_strands`` endpoint.
+"""What durability costs: durable-agui against the in-process ``ag_ui_strands`` endpoint,
+and against the floor, the least a durable turn on Temporal can cost.
 
 ``python -m bench`` starts both systems on loopback (our Temporal dev server, worker and API
 as separate processes; the baseline FastAPI app built with ``ag_ui_strands`` in its own
-uvicorn process), drives the same scenarios against each, alternating A B A B, and prints a
-table of medians, p95 and ratios (ours / baseline), also written as JSON.
+uvicorn process) and the floor (``bench.floor``: one workflow update that runs one empty
+activity, on our dev server, with our worker's options and client, its worker in a process
+of its own), drives the same scenarios against each, alternating A B C A B C (the floor in
+``round_trip``, ``zero_latency`` and ``concurrent``, two floor turns per round trip), and
+prints a table of medians, p95 and ratios (ours / baseline, ours / floor), also written as
+JSON.
 
 Both systems run the ``demo`` agent (same tools, same system prompt) on the same offline
 model with the same latency: first chunk after 200 ms, then one chunk every 10 ms. The
@@ -16,5 +21,6 @@ through the text the model is given (see ``bench.client``):
 
 Modules: ``services`` (starting and stopping the processes), ``client`` (AG-UI over SSE),
 ``scenarios`` (what is measured), ``report`` (statistics, table, JSON), ``cli`` (the entry
-point), ``baseline_app`` (the baseline), ``profiling`` (py-spy around a scenario).
+point), ``baseline_app`` (the baseline), ``floor`` (the floor's workflow, worker and
+client), ``profiling`` (py-spy around a scenario).
 """

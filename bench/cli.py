@@ -1,9 +1,10 @@
 """``python -m bench [--smoke] [--scenarios a,b] [--out test-output/bench-results.json]``.
 
-Starts both systems on loopback (once with the offline model's realistic latency, once with
-none, for the scenarios that need each), runs the chosen scenarios, prints the markdown
-table and writes the same as JSON. Exits 1 on a correctness failure (a wrong or missing
-event, a round trip that does not complete), never on a missed target; 2 on bad arguments.
+Starts both systems and the floor on loopback (once with the offline model's realistic
+latency, once with none, for the scenarios that need each), runs the chosen scenarios,
+prints the markdown table and writes the same as JSON. Exits 1 on a correctness failure (a
+wrong or missing event, a round trip that does not complete), never on a missed target; 2
+on bad arguments.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 
 from bench.client import BenchError
+from bench.floor import Floor
 from bench.profiling import profiled
 from bench.report import Metric, machine, table
 from bench.scenarios import FULL, SCENARIOS, SMOKE, Context, Sizes, progress, warm_up
@@ -109,18 +111,19 @@ async def _run_group(
     profile: Path | None,
 ) -> list[Metric]:
     metrics: list[Metric] = []
-    with running(folder, model_env, ours_env, temporal_args) as (ours, baseline):
+    with running(folder, model_env, ours_env, temporal_args) as (ours, baseline, floor_worker):
         # Idle connections expire before uvicorn's 5 s keep-alive closes them from its side.
         limits = httpx.Limits(
             max_connections=512, max_keepalive_connections=256, keepalive_expiry=1.0
         )
         timeout = httpx.Timeout(300.0, connect=30.0)
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
-            ctx = Context(ours, baseline, http, sizes)
+            floor = await Floor.connect(floor_worker)
+            ctx = Context(ours, baseline, floor, http, sizes)
             await warm_up(ctx)
             for name in names:
                 progress(f"scenario {name}")
-                with profiled(profile, name, ours, baseline):
+                with profiled(profile, name, ours, baseline, floor.target):
                     metrics += await SCENARIOS[name].run(ctx)
     return metrics
 

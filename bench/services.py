@@ -2,7 +2,8 @@
 
 ``OurStack``: the Temporal dev server (``durable_agui.cli.devserver.DevServer``), one
 ``durable-agui worker`` and one ``durable-agui api``, each its own process, so the worker's
-and the API's memory are measured apart. ``Baseline``: ``uvicorn bench.baseline_app:app``.
+and the API's memory are measured apart. ``FloorWorker``: ``python -m bench.floor`` on
+ours' dev server (``bench.floor``). ``Baseline``: ``uvicorn bench.baseline_app:app``.
 Every child gets SIGTERM if the bench dies (``PR_SET_PDEATHSIG``); ``stop()`` sends SIGINT,
 then SIGKILL after a grace period.
 """
@@ -19,16 +20,19 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import httpx
 
 from durable_agui.cli.devserver import DevServer, free_port
+from durable_agui.core.settings import Settings
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root: the baseline app is imported from there."""
 PR_SET_PDEATHSIG = 1
 TASK_QUEUE = "bench"
+FLOOR_TASK_QUEUE = "bench-floor"
 
 
 def _die_with_parent() -> None:
@@ -116,6 +120,7 @@ class Target:
 
     name: str
     url: str
+    """``""`` for the floor: it is driven through Temporal (``bench.floor.Floor``)."""
     processes: dict[str, int] = field(default_factory=dict)
     """Process role (``worker``, ``api``, ``temporal``, ``app``) -> pid, for memory."""
     temporal_address: str | None = None
@@ -190,6 +195,39 @@ class OurStack:
         self.server.stop()
 
 
+class FloorWorker:
+    """``python -m bench.floor``: the floor's worker, on ``stack``'s dev server with
+    ``stack``'s environment (ours' settings, ``--ours-env`` included), on its own task
+    queue."""
+
+    def __init__(self, folder: Path, stack: OurStack) -> None:
+        self.stack = stack
+        self.env = {**stack.env, "DURABLE_AGUI_TASK_QUEUE": FLOOR_TASK_QUEUE}
+        self.process = Process(
+            "floor", [sys.executable, "-m", "bench.floor"], self.env, folder / "floor.log"
+        )
+
+    @property
+    def settings(self) -> Settings:
+        """The settings the floor's worker reads (its environment's, not the bench's)."""
+        with mock.patch.dict(os.environ, self.env, clear=True):
+            return Settings()
+
+    def start(self) -> None:
+        self.process.start()
+
+    def target(self) -> Target:
+        """The floor's worker and the Temporal server (shared with ours), for CPU."""
+        processes = {"worker": self.process.pid}
+        temporal = self.stack.server._process
+        if temporal is not None:
+            processes["temporal"] = temporal.pid
+        return Target("floor", "", processes, self.stack.server.address)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
 class Baseline:
     """``uvicorn bench.baseline_app:app``: the ``ag_ui_strands`` endpoint, in-process state."""
 
@@ -224,17 +262,23 @@ def running(
     model_env: Mapping[str, str],
     ours_env: Mapping[str, str],
     temporal_args: Sequence[str] = (),
-) -> Iterator[tuple[Target, Target]]:
-    """Both systems, started on loopback, stopped on the way out (also on failure and
-    Ctrl-C). Yields ``(ours, baseline)`` as ``Target`` objects.
+) -> Iterator[tuple[Target, Target, FloorWorker]]:
+    """The three sides, started on loopback, stopped on the way out (also on failure and
+    Ctrl-C). Yields ``(ours, baseline, floor)``: ``Target`` objects, and the floor's worker
+    (started; ``bench.floor.Floor.connect`` waits until it polls).
 
-    ``model_env`` (the offline model's latency) goes to both; ``ours_env`` and
-    ``temporal_args`` (extra dev server arguments) only to ours.
+    ``model_env`` (the offline model's latency) goes to ours and the baseline;
+    ``ours_env`` and ``temporal_args`` (extra dev server arguments) to ours, and the floor
+    (ours' dev server, ours' environment) follows.
     """
     ours = OurStack(folder / "ours", {**model_env, **ours_env}, temporal_args)
+    floor = FloorWorker(folder / "floor", ours)
     baseline = Baseline(folder / "baseline", model_env)
     try:
-        yield ours.start(), baseline.start()
+        ours_target = ours.start()
+        floor.start()  # it loads while the baseline starts
+        yield ours_target, baseline.start(), floor
     finally:
         baseline.stop()
+        floor.stop()
         ours.stop()

@@ -11,6 +11,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import uvicorn
 from temporalio.client import Client
@@ -193,19 +194,23 @@ async def _agents_and_store(
     return agents
 
 
-def _worker(client: Client, settings: Settings, agents: AgentRegistry) -> ThreadWorkers:
-    return build_worker(
-        client,
-        settings,
-        agents=agents,
-        graceful_shutdown_timeout=timedelta(seconds=3),
-        max_cached_workflows=settings.max_cached_workflows,
-        max_concurrent_activities=settings.max_concurrent_activities,
+def worker_options(settings: Settings) -> dict[str, Any]:
+    """The ``temporalio.worker.Worker`` options of a served worker (``durable-agui worker``
+    and ``dev``), as ``build_worker`` takes them; the bench's floor (``bench/floor.py``)
+    runs its worker with the same."""
+    return {
+        "graceful_shutdown_timeout": timedelta(seconds=3),
+        "max_cached_workflows": settings.max_cached_workflows,
+        "max_concurrent_activities": settings.max_concurrent_activities,
         # No sandbox in served workers: re-importing the workflow module for each thread
         # and guarding each activation cost about a third of a turn's latency (see
         # bench/RESULTS.md). Tests and the replay tests still run it sandboxed.
-        workflow_runner=UnsandboxedWorkflowRunner(),
-    )
+        "workflow_runner": UnsandboxedWorkflowRunner(),
+    }
+
+
+def _worker(client: Client, settings: Settings, agents: AgentRegistry) -> ThreadWorkers:
+    return build_worker(client, settings, agents=agents, **worker_options(settings))
 
 
 def _api(
