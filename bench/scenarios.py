@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import httpx
 
 from bench import client as agui
+from bench import temporal_load
 from bench.floor import Floor, workflow_id
 from bench.report import Goal, Metric, p95
 from bench.services import Target
@@ -131,6 +132,42 @@ async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]
     return [wall, first, cpu, history]
 
 
+async def temporal_asked(ctx: Context, scenario: str) -> list[Metric]:
+    """What a round trip asks of Temporal (``bench.temporal_load``), ours and the floor's:
+    ``iterations`` round trips of one side in a row, the server's counters read before and
+    after, each read once the server has reported (its metrics are flushed every second)."""
+    load = {
+        key: Metric(scenario, f"Temporal {what} per round trip", "requests", note=note)
+        for key, what, note in (
+            ("frontend", "frontend requests", "every kind, polls that brought a task included"),
+            ("writes", "persistence writes", "workflow state and history transactions"),
+        )
+    }
+    metrics = ctx.ours.temporal_metrics or ""
+    count = ctx.sizes.iterations
+
+    async def ours(i: int) -> None:
+        await agui.round_trip(ctx.http, ctx.ours.url, f"asked-{i}")
+
+    async def floor(i: int) -> None:
+        await ctx.floor.round_trip(f"asked-{i}")
+
+    for side, trip in (("ours", ours), ("floor", floor)):
+        await asyncio.sleep(REPORT_S)
+        before = temporal_load.counters(metrics)
+        for i in range(count):
+            await trip(i)
+        await asyncio.sleep(REPORT_S)
+        after = temporal_load.counters(metrics)
+        for key, metric in load.items():
+            _side(metric, side).append((after[key] - before[key]) / count)
+    return list(load.values())
+
+
+REPORT_S = 1.5
+"""Longer than the dev server's metrics reporting interval (1 s)."""
+
+
 async def latency_round_trip(ctx: Context) -> list[Metric]:
     """``round_trip`` on the model with latency: ours within 1.05x of the in-process
     adapter (issue 32)."""
@@ -166,7 +203,7 @@ async def zero_latency(ctx: Context) -> list[Metric]:
         floor=[trip / 2 for trip in wall.floor],
         goal=Goal("max_ratio", 1.15, versus="floor"),
     )
-    return [wall, first, overhead, cpu, history]
+    return [wall, first, overhead, cpu, history, *await temporal_asked(ctx, scenario)]
 
 
 RoundTripOf = Callable[[str], Awaitable[float]]

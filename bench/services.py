@@ -125,6 +125,8 @@ class Target:
     """Process role (``worker``, ``api``, ``temporal``, ``app``) -> pid, for memory."""
     temporal_address: str | None = None
     """Ours: the Temporal server's address (a thread's history length is read there)."""
+    temporal_metrics: str | None = None
+    """Ours and the floor: the Temporal server's metrics (``bench.temporal_load``)."""
 
     def memory_mb(self) -> dict[str, float]:
         return {role: rss_mb(pid) for role, pid in self.processes.items()}
@@ -140,9 +142,15 @@ class _DevServer(DevServer):
     def __init__(self, data_dir: Path, extra_args: Sequence[str]) -> None:
         super().__init__(data_dir, port=free_port(), ui_port=free_port())
         self.extra_args = list(extra_args)
+        self.metrics_port = free_port()
+
+    @property
+    def metrics_url(self) -> str:
+        """Its Prometheus metrics (``bench.temporal_load``)."""
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def command(self) -> list[str]:
-        return [*super().command(), *self.extra_args]
+        return [*super().command(), f"--metrics-port={self.metrics_port}", *self.extra_args]
 
 
 class OurStack:
@@ -187,7 +195,7 @@ class OurStack:
         processes = {"worker": self.worker.pid, "api": self.api.pid}
         if temporal is not None:
             processes["temporal"] = temporal.pid
-        return Target("ours", self.url, processes, self.server.address)
+        return Target("ours", self.url, processes, self.server.address, self.server.metrics_url)
 
     def stop(self) -> None:
         for process in (self.api, self.worker):
@@ -222,7 +230,8 @@ class FloorWorker:
         temporal = self.stack.server._process
         if temporal is not None:
             processes["temporal"] = temporal.pid
-        return Target("floor", "", processes, self.stack.server.address)
+        server = self.stack.server
+        return Target("floor", "", processes, server.address, server.metrics_url)
 
     def stop(self) -> None:
         self.process.stop()
