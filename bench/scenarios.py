@@ -135,7 +135,8 @@ async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]
 async def temporal_asked(ctx: Context, scenario: str) -> list[Metric]:
     """What a round trip asks of Temporal (``bench.temporal_load``), ours and the floor's:
     ``iterations`` round trips of one side in a row, the server's counters read before and
-    after, each read once the server has reported (its metrics are flushed every second)."""
+    after, each read once the server has reported (its metrics are flushed every second);
+    and ours' CPU per round trip by process (worker, API, Temporal)."""
     load = {
         key: Metric(scenario, f"Temporal {what} per round trip", "requests", note=note)
         for key, what, note in (
@@ -152,16 +153,24 @@ async def temporal_asked(ctx: Context, scenario: str) -> list[Metric]:
     async def floor(i: int) -> None:
         await ctx.floor.round_trip(f"asked-{i}")
 
+    roles = {
+        role: Metric(scenario, f"CPU per round trip: {role} process", "ms")
+        for role in ctx.ours.processes
+    }
     for side, trip in (("ours", ours), ("floor", floor)):
         await asyncio.sleep(REPORT_S)
         before = temporal_load.counters(metrics)
+        used = ctx.ours.cpu_by_role() if side == "ours" else {}
         for i in range(count):
             await trip(i)
+        if side == "ours":
+            for role, seconds in ctx.ours.cpu_by_role().items():
+                roles[role].ours.append((seconds - used[role]) * MS / count)
         await asyncio.sleep(REPORT_S)
         after = temporal_load.counters(metrics)
         for key, metric in load.items():
             _side(metric, side).append((after[key] - before[key]) / count)
-    return list(load.values())
+    return [*load.values(), *roles.values()]
 
 
 REPORT_S = 1.5

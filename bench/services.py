@@ -135,6 +135,10 @@ class Target:
         """CPU seconds used so far by all of this system's processes together."""
         return sum(cpu_s(pid) for pid in self.processes.values())
 
+    def cpu_by_role(self) -> dict[str, float]:
+        """CPU seconds used so far by each of this system's processes, by role."""
+        return {role: cpu_s(pid) for role, pid in self.processes.items()}
+
 
 class _DevServer(DevServer):
     """The product's dev server, with extra ``temporal server start-dev`` arguments to try."""
