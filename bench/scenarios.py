@@ -112,6 +112,9 @@ async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]
         "events",
         goal=Goal("max_ratio", 1.25, versus="floor"),
     )
+    history_bytes = Metric(
+        scenario, "Temporal history size per round trip (events as stored)", "bytes"
+    )
     for i in range(ctx.sizes.iterations):
         thread_id = f"rt-{scenario[:4]}-{i}"
         for target in ctx.targets:
@@ -122,14 +125,18 @@ async def round_trip(ctx: Context, scenario: str = "round trip") -> list[Metric]
             _side(first, target.name).append(trip.result_to_first_text_s * MS)
             if target.temporal_address is not None:
                 thread = f"agui-thread-{thread_id}"
-                history.ours.append(await history_events(target.temporal_address, thread))
+                events, size = await history_size(target.temporal_address, thread)
+                history.ours.append(events)
+                history_bytes.ours.append(size)
         used = ctx.floor.cpu_s()
         floor_trip = await ctx.floor.round_trip(thread_id)
         cpu.floor.append((ctx.floor.cpu_s() - used) * MS)
         wall.floor.append(floor_trip.wall_s * MS)
         first.floor.append(floor_trip.second_turn_s * MS)
-        history.floor.append(await history_events(ctx.floor.address, workflow_id(thread_id)))
-    return [wall, first, cpu, history]
+        events, size = await history_size(ctx.floor.address, workflow_id(thread_id))
+        history.floor.append(events)
+        history_bytes.floor.append(size)
+    return [wall, first, cpu, history, history_bytes]
 
 
 async def temporal_asked(ctx: Context, scenario: str) -> list[Metric]:
@@ -180,19 +187,20 @@ REPORT_S = 1.5
 async def latency_round_trip(ctx: Context) -> list[Metric]:
     """``round_trip`` on the model with latency: ours within 1.05x of the in-process
     adapter (issue 32)."""
-    wall, first, cpu, history = await round_trip(ctx)
+    wall, first, *rest = await round_trip(ctx)
     wall.goal = Goal("max_ratio", 1.05)
     first.goal = Goal("max_ratio", 1.05)
-    return [wall, first, cpu, history]
+    return [wall, first, *rest]
 
 
-async def history_events(address: str, workflow_id: str) -> float:
-    """The length of workflow ``workflow_id``'s history (every run of it)."""
+async def history_size(address: str, workflow_id: str) -> tuple[float, float]:
+    """The length of workflow ``workflow_id``'s history (every run of it), in events and
+    in bytes (each event's protobuf encoding, as the server stores it)."""
     from temporalio.client import Client
 
     client = await Client.connect(address)
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    return float(len(history.events))
+    return float(len(history.events)), float(sum(e.ByteSize() for e in history.events))
 
 
 async def zero_latency(ctx: Context) -> list[Metric]:
@@ -203,7 +211,7 @@ async def zero_latency(ctx: Context) -> list[Metric]:
     1.15x of that.
     """
     scenario = "zero-latency round trip"
-    wall, first, cpu, history = await round_trip(ctx, scenario)
+    wall, first, cpu, history, history_bytes = await round_trip(ctx, scenario)
     overhead = Metric(
         scenario,
         "per-turn overhead, (ours - baseline) / 2 turns, paired; floor: one floor turn",
@@ -212,7 +220,8 @@ async def zero_latency(ctx: Context) -> list[Metric]:
         floor=[trip / 2 for trip in wall.floor],
         goal=Goal("max_ratio", 1.15, versus="floor"),
     )
-    return [wall, first, overhead, cpu, history, *await temporal_asked(ctx, scenario)]
+    asked = await temporal_asked(ctx, scenario)
+    return [wall, first, overhead, cpu, history, history_bytes, *asked]
 
 
 RoundTripOf = Callable[[str], Awaitable[float]]
