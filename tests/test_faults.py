@@ -354,9 +354,11 @@ def seed_long_history(cluster: Cluster, thread: str, count: int) -> None:
     )
 
 
-async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> None:
+async def test_worker_killed_while_the_continuation_writes_the_answers(cluster: Cluster) -> None:
+    """The continuation's turn writes the answers first (``TurnInput.answers``); killed
+    then, another worker's attempt writes them once and runs the turn."""
     thread = "f-reconcile"
-    seed_long_history(cluster, thread, 3000)  # reconcile reads it all: a window to kill in
+    seed_long_history(cluster, thread, 3000)  # the write reads it all: a window to kill in
     cluster.start_worker("a")
     url = cluster.start_api("api")
     client = await Client.connect(cluster.server.address, data_converter=pydantic_data_converter)
@@ -371,15 +373,15 @@ async def test_worker_killed_while_reconcile_session_runs(cluster: Cluster) -> N
                 json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
             )
         )
-        killed_during_reconcile = False
+        killed_during_write = False
         for _ in range(1000):
             pending = (await handle.describe()).raw_description.pending_activities
-            if any(a.activity_type.name == "reconcile_session" for a in pending):
+            if any(a.activity_type.name == "run_turn" for a in pending):
                 cluster.kill("a")
-                killed_during_reconcile = True
+                killed_during_write = True
                 break
             await asyncio.sleep(0.005)
-        assert killed_during_reconcile
+        assert killed_during_write
         cluster.start_worker("b")
         events = parse_sse((await http.get((await answer).json()["eventsUrl"])).text)
     check_stream(events)
@@ -466,12 +468,12 @@ async def test_reads_while_a_dead_workers_task_waits_leave_a_history_that_replay
             run = asyncio.create_task(post_run(http, "demo", answer("r4", second)))
             for _ in range(2000):
                 pending = (await handle.describe()).raw_description.pending_activities
-                if any(a.activity_type.name == "reconcile_session" for a in pending):
+                if any(a.activity_type.name == "run_turn" for a in pending):
                     cluster.kill("b")  # the thread's next task waits for B
                     break
                 await asyncio.sleep(0.002)
             else:
-                raise AssertionError("reconcile_session never ran")
+                raise AssertionError("the continuation's turn never ran")
             await asyncio.sleep(3)
             while not run.done():  # reads in the window, until the run has ended
                 assert (await http.get(f"/threads/{thread}")).status_code in (200, 429, 503)

@@ -154,7 +154,6 @@ async def write_answers(
             (anything that is not the store, not retried).
         SessionStoreInconsistent, WriterSuperseded, STORE_ERRORS: from the store.
     """
-    set_attributes({ATTRIBUTE_NATIVE_TOOL_CALL_IDS: [r.native_id for r in request.results]})
     if request.user_messages:  # joins the results: its media checked and fetched
         resolved = await resolve_media(request.user_messages, settings)
         request = request.model_copy(update={"user_messages": resolved})
@@ -230,6 +229,7 @@ class ReconcileActivities:
                 ``ReconcileFailed`` (anything else that is not the store being away), not
                 retried; ``SessionStoreUnavailable``, retried.
         """
+        set_attributes({ATTRIBUTE_NATIVE_TOOL_CALL_IDS: [r.native_id for r in request.results]})
         with store_errors_as_application_errors():
             async with heartbeating():
                 return await write_answers(self._settings, request, attempt_writer())

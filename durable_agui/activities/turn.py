@@ -61,7 +61,13 @@ from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.sessions.store import Writer, WriterSuperseded
-from durable_agui.telemetry.tracing import ATTRIBUTE_AGENT, ATTRIBUTE_RUN_ID, ATTRIBUTE_THREAD_ID
+from durable_agui.telemetry.tracing import (
+    ATTRIBUTE_AGENT,
+    ATTRIBUTE_ANSWERED_NATIVE_IDS,
+    ATTRIBUTE_RUN_ID,
+    ATTRIBUTE_THREAD_ID,
+    set_attributes,
+)
 from durable_agui.translation import (
     TurnTranslator,
     tool_result_block,
@@ -494,6 +500,7 @@ class TurnActivities:
         message (the model reads it there)."""
         if turn.answers is None:
             return None, turn
+        set_attributes({ATTRIBUTE_ANSWERED_NATIVE_IDS: [r.native_id for r in turn.answers.results]})
         async with heartbeating(*activity.info().heartbeat_details):
             written = await write_answers(self._settings, turn.answers, writer)
         if written.user_input_appended:

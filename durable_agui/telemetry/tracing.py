@@ -40,6 +40,8 @@ ATTRIBUTE_TOOL_CALL_IDS = "agui.tool_call.ids"
 """Wire ids of the calls a turn made, or of the results an activity wrote."""
 ATTRIBUTE_NATIVE_TOOL_CALL_IDS = "agui.tool_call.native_ids"
 """Strands' ``toolUseId`` of each call in ``agui.tool_call.ids``, in the same order."""
+ATTRIBUTE_ANSWERED_NATIVE_IDS = "agui.tool_call.answered_native_ids"
+"""On a continuation's turn: the ``toolUseId`` of each call whose answer it wrote first."""
 ATTRIBUTE_RUN_OUTCOME = "agui.run.outcome"
 """``success``, ``waiting`` (calls or approvals wait for a person), ``cancelled``,
 ``error`` or ``deleted``."""
