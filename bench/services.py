@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -26,6 +26,7 @@ import httpx
 
 from durable_agui.cli.devserver import DevServer, free_port
 from durable_agui.core.settings import Settings
+from durable_agui.event_store import EVENTS_FILE
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +48,24 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def disk_mb(paths: Iterable[Path]) -> float:
+    """What ``paths`` take on disk in MB: allocated blocks, as ``du`` counts them (a folder
+    of many small files takes more than their bytes). A path gone meanwhile counts 0."""
+    taken = 0
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            taken += path.lstat().st_blocks * 512
+    return taken / 2**20
+
+
+def _tree(folder: Path) -> list[Path]:
+    """``folder``'s files and folders, itself included; empty when it does not exist."""
+    paths = [folder] if folder.exists() else []
+    for parent, folders, files in os.walk(folder):
+        paths += [Path(parent, name) for name in (*folders, *files)]
+    return paths
 
 
 def cpu_s(pid: int) -> float:
@@ -127,9 +146,27 @@ class Target:
     """Ours: the Temporal server's address (a thread's history length is read there)."""
     temporal_metrics: str | None = None
     """Ours and the floor: the Temporal server's metrics (``bench.temporal_load``)."""
+    data_dir: Path | None = None
+    """Ours: ``DURABLE_AGUI_DATA_DIR``, the dev server's database and the file store's."""
+    max_cached_workflows: int | None = None
+    """Ours: the workflows the worker keeps in memory (``DURABLE_AGUI_MAX_CACHED_WORKFLOWS``)."""
 
     def memory_mb(self) -> dict[str, float]:
         return {role: rss_mb(pid) for role, pid in self.processes.items()}
+
+    def files_mb(self) -> dict[str, float]:
+        """Ours: what the files of the dev server's database (``temporal.sqlite`` with its
+        -wal and -shm), of the session store and of the event log (its SQLite file with
+        -wal and -shm) take on disk, in MB, by owner; the baseline has none."""
+        if self.data_dir is None:
+            return {}
+        sessions = _tree(self.data_dir / "sessions")
+        log = [path for path in sessions if path.name.startswith(EVENTS_FILE)]
+        return {
+            "temporal": disk_mb(self.data_dir.glob("temporal.sqlite*")),
+            "session store": disk_mb(set(sessions) - set(log)),
+            "event log": disk_mb(log),
+        }
 
     def cpu_s(self) -> float:
         """CPU seconds used so far by all of this system's processes together."""
@@ -199,7 +236,17 @@ class OurStack:
         processes = {"worker": self.worker.pid, "api": self.api.pid}
         if temporal is not None:
             processes["temporal"] = temporal.pid
-        return Target("ours", self.url, processes, self.server.address, self.server.metrics_url)
+        default = Settings.model_fields["max_cached_workflows"].default
+        cached = int(self.env.get("DURABLE_AGUI_MAX_CACHED_WORKFLOWS", default))
+        return Target(
+            "ours",
+            self.url,
+            processes,
+            self.server.address,
+            self.server.metrics_url,
+            self.data_dir,
+            cached,
+        )
 
     def stop(self) -> None:
         for process in (self.api, self.worker):
