@@ -24,6 +24,11 @@ runs one job at a time (``langgraph dev``'s default) takes the next run at once;
 jobs at once (``--n-jobs-per-worker``) it starts every pending run, finds none, and sleeps
 again, so under load each run waits for the poll once more.
 
+**Its cost grows with what it holds.** Looking for work, creating a run and ending one
+scan lists of every run and thread the server holds (``ops.py``: ``conn.store["runs"]``),
+and none is dropped without a TTL or a delete, so CPU per round trip rises with the threads
+held; the table gives each closed loop's count at its start.
+
 **The in-memory runtime keeps nothing durable.** Runs, threads and checkpoints live in the
 server process's memory; a dev-only flush pickles them to ``.langgraph_api/`` every 10 s
 (no fsync), so a crash loses whatever happened since the last flush, and a parked thread

@@ -72,7 +72,12 @@ class Measured:
             "command": self.command,
             "sequential": {**self.sequential.summary(), **self.sequential.__dict__},
             "closed_loops": [
-                {"clients": loop.clients, "seconds": loop.seconds, "completed": loop.completed}
+                {
+                    "clients": loop.clients,
+                    "seconds": loop.seconds,
+                    "threads_before": loop.threads_before,
+                    "completed": loop.completed,
+                }
                 | loop.summary()
                 | {"wall_ms": loop.wall_ms}
                 for loop in self.closed_loops
@@ -134,9 +139,12 @@ async def _measure(system: System, command: str, args: argparse.Namespace) -> Me
         await system.round_trip(http, system.url, thread_id())  # imports, caches, pools
         progress(f"{system.name}: {args.iterations} sequential round trips")
         measured = Measured(system.name, command, await sequential(system, http, args.iterations))
+        threads = 1 + args.iterations
         for clients in args.client_counts:
             progress(f"{system.name}: {clients} clients for {args.seconds:.0f} s")
-            measured.closed_loops.append(await closed_loop(system, http, clients, args.seconds))
+            loop = await closed_loop(system, http, clients, args.seconds, threads)
+            measured.closed_loops.append(loop)
+            threads += len(loop.wall_ms)
             await asyncio.sleep(2.0)  # the last runs drain before the next loop
     return measured
 
@@ -205,6 +213,10 @@ def table(measured: list[Measured]) -> str:
         loops = [m.closed_loops[index].summary() for m in measured]
         at = f"{loop.clients} clients, {loop.seconds:.0f} s"
         lines += [
+            row(
+                f"{at}: threads held at its start",
+                [m.closed_loops[index].threads_before for m in measured],
+            ),
             row(f"{at}: round trips per second", [s["round_trips_per_s"] for s in loops], 1),
             row(f"{at}: round trip median (ms)", [s["wall_median_ms"] for s in loops]),
             row(f"{at}: round trip p95 (ms)", [s["wall_p95_ms"] for s in loops]),

@@ -64,6 +64,9 @@ class ClosedLoop:
 
     clients: int
     seconds: float
+    threads_before: int = 0
+    """Threads the system held when the loop began (each round trip makes one and none is
+    deleted): the in-memory runtime scans every run it holds whenever it looks for work."""
     completed: int = 0
     """Round trips started and finished before the deadline (none is started after it)."""
     wall_ms: list[float] = field(default_factory=list)
@@ -98,9 +101,9 @@ async def sequential(system: System, http: httpx.AsyncClient, iterations: int) -
 
 
 async def closed_loop(
-    system: System, http: httpx.AsyncClient, clients: int, seconds: float
+    system: System, http: httpx.AsyncClient, clients: int, seconds: float, threads_before: int
 ) -> ClosedLoop:
-    result = ClosedLoop(clients, seconds)
+    result = ClosedLoop(clients, seconds, threads_before)
     deadline = time.perf_counter() + seconds
 
     async def client_loop() -> int:
