@@ -117,7 +117,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def versions(venv: Path) -> dict[str, str]:
     """The peer's package versions, read by the peer's own interpreter."""
     script = (
-        "import importlib.metadata as m, json, sys;"
+        "import importlib.metadata as m, json;"
         f"print(json.dumps({{p: m.version(p) for p in {list(PACKAGES)!r}}}))"
     )
     found = subprocess.run(
