@@ -36,7 +36,7 @@ TASK_QUEUE = "bench"
 FLOOR_TASK_QUEUE = "bench-floor"
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: SIGTERM when the bench dies, even by SIGKILL (Linux)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -93,7 +93,7 @@ class Process:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=ROOT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     @property
