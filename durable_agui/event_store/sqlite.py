@@ -147,7 +147,7 @@ class SqliteEventLog(EventLog):
         connection = sqlite3.connect(
             uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
         )
-        connection.execute("PRAGMA journal_mode=WAL")
+        _use_wal(connection)
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
@@ -329,6 +329,30 @@ def file_key(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return (found.st_dev, found.st_ino)
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (it stays so: the mode is the file's), if it is not yet.
+
+    Changing the mode takes a lock SQLite does not wait for (no busy handler: a second
+    process opening a new file at the same moment, as a worker and an API starting together
+    do, gets "database is locked" at once), so the change is tried again until
+    ``BUSY_TIMEOUT_MS``, as any other lock is waited for.
+
+    Raises:
+        sqlite3.OperationalError: still locked after ``BUSY_TIMEOUT_MS``, or any other error.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _log_id(connection: sqlite3.Connection) -> str | None:
