@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_agui.agents.offline_model import OfflineModel
-from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.contract import TURN_ATTEMPTS, workflow_id_for
 from durable_agui.workflows import AgentThreadWorkflow
 from tests.stack import Cluster
 from tests.support import (
@@ -601,3 +602,85 @@ async def test_worker_and_api_killed_while_a_call_waits_then_a_reloaded_page_con
         )
     assert status == 200
     assert text_of(r2) == "confirm_booking -> success: yes"
+
+
+CRASHING_AGENTS = """
+import os
+from pathlib import Path
+
+from durable_agui import AgentDefinition
+from durable_agui.agents.offline_model import OfflineModel
+
+CRASH = Path(os.environ["CRASH_FLAG"])
+
+
+class CrashingModel(OfflineModel):
+    \"\"\"The offline model, except that while ``CRASH`` exists a continuation (tool results
+    last) kills its worker with SIGKILL, as the kernel's OOM killer would; each such call
+    adds a line to ``CRASH.calls``.\"\"\"
+
+    async def stream(self, messages, *args, **kwargs):
+        if CRASH.exists() and any("toolResult" in b for b in messages[-1]["content"]):
+            with open(f"{CRASH}.calls", "a") as calls:
+                calls.write("crash\\n")
+            os.kill(os.getpid(), 9)
+        async for event in super().stream(messages, *args, **kwargs):
+            yield event
+
+
+CRASHING = AgentDefinition(name="crashing", model=CrashingModel())
+"""
+
+
+async def test_a_continuation_whose_worker_dies_every_attempt_ends_after_three(
+    cluster: Cluster,
+) -> None:
+    """The continuation's turn writes the answers, so it is retried without limit while the
+    store is away; a worker that dies on every attempt (OOM-killed in the model call) is not
+    the store: the run ends with one ``RUN_ERROR`` after ``TURN_ATTEMPTS`` attempts, as any
+    turn's, rather than restarting the worker for ever, and the thread runs again with the
+    answer written once."""
+    modules = cluster.folder / "modules"
+    modules.mkdir()
+    (modules / "crashing_agents.py").write_text(CRASHING_AGENTS)
+    crash = cluster.folder / "crash"
+    env = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(modules), os.environ.get("PYTHONPATH")])),
+        "CRASH_FLAG": str(crash),
+        "DURABLE_AGUI_AGENTS": "crashing_agents:CRASHING",
+    }
+    cluster.start_worker("w", env)
+    url = cluster.start_api("api", env=env)
+    thread = "f-crash-loop"
+    user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"C1"}'}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        _, r1 = await post_run(http, "crashing", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+        (wire_id,) = waiting_call_ids(r1)
+        crash.write_text("on")
+        answer = {"id": "t1", "role": "tool", "toolCallId": wire_id, "content": "yes"}
+        run = asyncio.create_task(
+            post_run(http, "crashing", run_input(thread, "r2", [user, answer], [CONFIRM_BOOKING]))
+        )
+        restarts = 0
+        while not run.done() and restarts <= TURN_ATTEMPTS + 2:
+            if cluster.processes["w"].poll() is not None:  # the deployment restarts it
+                cluster.processes.pop("w")
+                cluster.start_worker("w", env)
+                restarts += 1
+            await asyncio.sleep(0.1)
+        assert run.done(), f"still running after {restarts} worker restarts"
+        status, r2 = await run
+        check_stream(r2)
+        assert status == 200 and r2[-1]["type"] == "RUN_ERROR", r2[-1]
+        assert r2[-1]["code"] == "TurnFailed"
+        assert (cluster.folder / "crash.calls").read_text().count("crash") == TURN_ATTEMPTS
+
+        crash.unlink()
+        again = {"id": "u2", "role": "user", "content": "booked?"}
+        status, r3 = await post_run(
+            http, "crashing", run_input(thread, "r3", [user, answer, again], [CONFIRM_BOOKING])
+        )
+        assert status == 200 and text_of(r3) == "confirm_booking -> success: yes\necho: booked?"
+    history = persisted_messages(cluster.store, thread)
+    results = [b["toolResult"] for m in history for b in m["content"] if "toolResult" in b]
+    assert [r["content"] for r in results] == [[{"text": "yes"}]]

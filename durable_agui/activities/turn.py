@@ -20,6 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.agent_stream import stream_agent, until_stopped
+from durable_agui.activities.answers_wait import answers_wait_for_the_store
 from durable_agui.activities.approved import run_approved
 from durable_agui.activities.author_hooks import screened, tell_arrived_results
 from durable_agui.activities.events import required_log
@@ -50,7 +51,6 @@ from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
     AGENT_ID,
     TOO_MANY_CALLS,
-    TURN_ATTEMPTS,
     ErrorType,
     ReconcileOutput,
     TokenCounts,
@@ -110,27 +110,6 @@ def build_failed(agent: str, err: BaseException) -> ApplicationError:
         type=ErrorType.AGENT_BUILD_FAILED,
         non_retryable=True,
     )
-
-
-WAITS_FOR_THE_STORE = frozenset({ErrorType.SESSION_STORE_UNAVAILABLE})
-"""Failures a turn that carries answers retries without limit (see ``last_attempt``)."""
-
-
-def last_attempt(turn: TurnInput, err: Exception) -> Exception:
-    """``err``, made final (``non_retryable``) when ``turn`` carries answers and this was its
-    last attempt by ``RUN_TURN_RETRY`` (3), unless the store is away.
-
-    A turn with answers is scheduled without an attempt limit (``steps.start_turn``), as
-    ``reconcile_session`` is: an answer the thread accepted is written as soon as the store
-    is back, however long it was away. Its other failures end the run after as many
-    attempts as any turn's; the type and message stay the run's ``RUN_ERROR``."""
-    if turn.answers is None or activity.info().attempt < TURN_ATTEMPTS:
-        return err
-    if isinstance(err, ApplicationError):
-        if err.type in WAITS_FOR_THE_STORE or err.non_retryable:
-            return err
-        return ApplicationError(err.message, *err.details, type=err.type, non_retryable=True)
-    return ApplicationError(str(err), type=type(err).__name__, non_retryable=True)
 
 
 def _superseded(err: BaseException | None) -> WriterSuperseded | None:
@@ -432,13 +411,7 @@ class TurnActivities:
         (``turn_start_state``), and streams a fresh ``STATE_SNAPSHOT`` of it.
         """
         with measured_turn(turn.agent) as measure:
-            try:
-                output = await self._turn(turn)
-            except Exception as err:
-                final = last_attempt(turn, err)
-                if final is err:
-                    raise
-                raise final from err
+            output = await self._turn(turn)
             measure.ended(output)
         tool_call_attributes(output.tool_calls)
         return output
@@ -458,7 +431,7 @@ class TurnActivities:
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
         session_id = turn.session_id or turn.thread_id
         log = required_log(self._settings) if turn.event_log else None
-        with store_errors_as_application_errors():
+        with answers_wait_for_the_store(turn) as answers, store_errors_as_application_errors():
             if log is not None:  # the thread's log, before anything is written
                 await asyncio.to_thread(log.check, turn.event_log_id)
             async with RunEventPublisher(turn.run_id, interval, log, session_id) as events:
@@ -473,6 +446,7 @@ class TurnActivities:
                 if activity.info().attempt > 1:
                     await events.close_previous_attempt(activity.info().attempt)
                 written, turn = await self._write_answers(turn, writer)
+                answers.written()
                 start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id, writer)

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.agent_queues import agent_task_queue
@@ -38,12 +38,6 @@ RUN_TURN_TIMEOUT = timedelta(minutes=10)
 RUN_TURN_RETRY = RetryPolicy(
     maximum_attempts=TURN_ATTEMPTS, non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
 )
-RUN_TURN_WITH_ANSWERS_RETRY = RetryPolicy(
-    maximum_interval=timedelta(seconds=10), non_retryable_error_types=[ErrorType.UNKNOWN_AGENT]
-)
-"""A turn that writes answers first (``TurnInput.answers``): retried while the store is
-away, as ``reconcile_session`` is; the turn makes its other failures final after
-``TURN_ATTEMPTS`` (``durable_agui.activities.turn.last_attempt``)."""
 RECONCILE_TIMEOUT = timedelta(seconds=30)
 RECONCILE_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=10))
 """Without limit: an answer the API accepted is written as soon as the session store is
@@ -179,6 +173,15 @@ async def deliver_webhook(delivery: WebhookDelivery, attempts: int) -> None:
     )
 
 
+def answers_wait_for_the_store(err: ActivityError) -> bool:
+    """Whether a continuation's ``run_turn`` failed because the store was away before it
+    wrote the answers (``AnswersWaitForTheStore``: ``durable_agui.activities.answers_wait``)."""
+    cause = err.cause
+    return (
+        isinstance(cause, ApplicationError) and cause.type == ErrorType.ANSWERS_WAIT_FOR_THE_STORE
+    )
+
+
 def start_turn(
     request: TurnInput, trace_id: str | None = None, wire_ids: dict[str, str] | None = None
 ) -> workflow.ActivityHandle[TurnOutput]:
@@ -198,7 +201,7 @@ def start_turn(
         result_type=TurnOutput,
         start_to_close_timeout=RUN_TURN_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        retry_policy=RUN_TURN_RETRY if request.answers is None else RUN_TURN_WITH_ANSWERS_RETRY,
+        retry_policy=RUN_TURN_RETRY,
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=f"turn of run {request.run_id}"
         + ("" if request.user_messages else " (continuation)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -61,6 +62,7 @@ from durable_agui.core.contract import (
     workflow_id_for,
 )
 from durable_agui.core.settings import Settings
+from durable_agui.sessions.store import Writer
 from durable_agui.worker import (
     ThreadWorkers,
     agent_activities,
@@ -500,6 +502,40 @@ class TurnDiesWhenCancelled(TurnActivities):
             raise ApplicationError("the worker went away", non_retryable=True) from None
 
 
+class StoreAwayBeforeAnswers(TurnActivities):
+    """The session store away when the continuation's turn first writes the answers (a
+    driver's error, as a database that went away raises), back for ``reconcile_session``."""
+
+    failed = False
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, agent_registry(None, settings.agents))
+
+    @activity.defn(name="run_turn")
+    async def run_turn(self, turn: TurnInput) -> TurnOutput:
+        return await super().run_turn(turn)
+
+    async def _write_answers(
+        self, turn: TurnInput, writer: Writer
+    ) -> tuple[ReconcileOutput | None, TurnInput]:
+        if turn.answers is not None and not StoreAwayBeforeAnswers.failed:
+            StoreAwayBeforeAnswers.failed = True
+            raise sqlite3.OperationalError("unable to open database file")
+        return await super()._write_answers(turn, writer)
+
+
+async def answers_wait_for_the_store(
+    env: WorkflowEnvironment, settings: Settings, thread: str
+) -> None:
+    """The store away when the continuation's turn would write the answers: the thread
+    writes them with ``reconcile_session`` (retried until the store is back), then runs the
+    turn, which reads them."""
+    await round_trip(env, settings, thread)
+    events = await run_events(env.client, thread, "r2")
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    assert StoreAwayBeforeAnswers.failed
+
+
 async def cancelled_turn_fails(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
     """A cancel the turn cannot honour (it fails instead): the run ends cancelled, and the
     thread's next run answers."""
@@ -551,6 +587,7 @@ SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
     "first_count_fails": StoreAwayOnce,
     "cancelled_turn_fails": TurnDiesWhenCancelled,
     "log_away": LogAwayAtFirst,
+    "answers_wait_for_the_store": StoreAwayBeforeAnswers,
 }
 """Scenarios recorded with some activities replaced (by the object's activities)."""
 
@@ -576,6 +613,7 @@ SCENARIOS: dict[str, Scenario] = {
     "metadata": metadata,
     "tags_indexed": tags_indexed,
     "answers_in_turn": answers_in_turn,
+    "answers_wait_for_the_store": answers_wait_for_the_store,
     "cancelled_turn_fails": cancelled_turn_fails,
     "event_log": event_log,
     "log_away": log_away,

@@ -256,8 +256,14 @@ class RunSteps:
         or, in histories recorded before it, with ``reconcile_session`` first."""
         if self._answers_in_turn():
             answers = self._answers(run.user_messages)
-            await self._run_turn(run, run.user_messages, self._book.approved, answers)
-            return
+            try:
+                await self._run_turn(run, run.user_messages, self._book.approved, answers)
+                return
+            except ActivityError as err:
+                if answers is None or not steps.answers_wait_for_the_store(err):
+                    raise
+            # The store was away before the turn wrote the answers: they are written as
+            # before the patch, waiting for the store however long (``answers_wait``).
         try:
             appended = await self._write_tail(run.user_messages, cancellable=True)
         except ActivityError as err:
