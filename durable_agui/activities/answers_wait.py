@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.core.contract import ErrorType, TurnInput
+from durable_agui.core.contract import ANSWERS_WAIT_FOR_THE_STORE, ErrorType, TurnInput
 
 
 @dataclass
@@ -48,5 +48,5 @@ def answers_wait_for_the_store(turn: TurnInput) -> Iterator[AnswersPending]:
         if not answers.pending or err.type != ErrorType.SESSION_STORE_UNAVAILABLE:
             raise
         raise ApplicationError(
-            str(err.message), type=ErrorType.ANSWERS_WAIT_FOR_THE_STORE, non_retryable=True
+            str(err.message), type=ANSWERS_WAIT_FOR_THE_STORE, non_retryable=True
         ) from err

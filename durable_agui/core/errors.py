@@ -69,10 +69,6 @@ class ErrorType(StrEnum):
     retrying can help)."""
     RECONCILE_VERIFY_FAILED = "ReconcileVerifyFailed"
     """A patched message did not read back as written (retried a few times)."""
-    ANSWERS_WAIT_FOR_THE_STORE = "AnswersWaitForTheStore"
-    """A continuation's turn found the session store away before it wrote its answers: the
-    thread writes them with ``reconcile_session`` when the store is back, then runs the
-    turn (``durable_agui.activities.answers_wait``). Never reaches a client."""
     RECONCILE_FAILED = "ReconcileFailed"
     """Writing the answers failed for a reason retrying would not change; the answers stay
     recorded and the next run writes them again."""

@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.agent_queues import agent_task_queue
     from durable_agui.core.contract import (
+        ANSWERS_WAIT_FOR_THE_STORE,
         HEARTBEAT_TIMEOUT,
         TURN_ATTEMPTS,
         AppendInput,
@@ -177,9 +178,7 @@ def answers_wait_for_the_store(err: ActivityError) -> bool:
     """Whether a continuation's ``run_turn`` failed because the store was away before it
     wrote the answers (``AnswersWaitForTheStore``: ``durable_agui.activities.answers_wait``)."""
     cause = err.cause
-    return (
-        isinstance(cause, ApplicationError) and cause.type == ErrorType.ANSWERS_WAIT_FOR_THE_STORE
-    )
+    return isinstance(cause, ApplicationError) and cause.type == ANSWERS_WAIT_FOR_THE_STORE
 
 
 def start_turn(

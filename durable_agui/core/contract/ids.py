@@ -182,3 +182,9 @@ def schedule_ids(thread_id: str, principal: str = ANONYMOUS) -> list[str]:
 
 TURN_ATTEMPTS = 3
 """Attempts of a turn (``run_turn``) before its run ends with ``RUN_ERROR``."""
+
+ANSWERS_WAIT_FOR_THE_STORE = "AnswersWaitForTheStore"
+"""The failure type of a continuation's ``run_turn`` that found the session store away
+before it wrote its answers: the thread writes them with ``reconcile_session`` when the
+store is back, then runs the turn (``durable_agui.activities.answers_wait``). Between the
+turn and its workflow only: never a client's ``ErrorType``."""
