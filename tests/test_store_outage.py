@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_agui.core.contract import workflow_id_for
 from tests.postgres import PostgresServer, throwaway_postgres
 from tests.stack import Cluster, store_of
 from tests.support import (
@@ -21,9 +24,11 @@ from tests.support import (
     persisted_messages,
     post_run,
     run_input,
+    stream_run,
     text_of,
     waiting_call_ids,
 )
+from tests.test_faults import after_retry
 from tests.test_fuzz import assert_well_formed
 
 
@@ -196,3 +201,73 @@ async def test_a_worker_refuses_to_start_on_a_schema_that_is_not_current(
         str(BIN / "durable-agui"), "migrate", env={**env, "DURABLE_AGUI_SESSION_STORE": "file"}
     )
     assert await migrate.wait() == 2  # a deploy job that forgot the store does not pass
+
+
+async def test_a_continuation_that_loses_the_store_after_its_answers_closes_its_partial_turn(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """The continuation's turn writes the answers and streams part of its text; the store
+    goes away and comes back while the turn is retried. The retry closes the partial
+    message and streams the turn anew (``turn_retried``): it is not handed to
+    ``reconcile_session`` and a new ``run_turn``, which once began as attempt 1 again, left
+    the partial message open and reused its id (the client showed both texts). Only a first
+    attempt hands its answers over (``durable_agui.activities.answers_wait``)."""
+    env = {
+        "DURABLE_AGUI_SESSION_STORE": "postgres",
+        "DURABLE_AGUI_POSTGRES_URL": postgres.new_database(),
+        "DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "300",
+    }
+    cluster = Cluster(tmp_path, env=env)
+    cluster.server.start()
+    try:
+        cluster.start_worker("w")
+        url = cluster.start_api("api")
+        client = await Client.connect(
+            cluster.server.address, data_converter=pydantic_data_converter
+        )
+        thread = "outage-mid-continuation"
+        handle = client.get_workflow_handle(workflow_id_for(thread))
+        user = {"id": "u1", "role": "user", "content": 'call confirm_booking {"flight":"M1"}'}
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            _, r1 = await post_run(http, "demo", run_input(thread, "r1", [user], [CONFIRM_BOOKING]))
+            (wire_id,) = waiting_call_ids(r1)
+            accepted = await http.post(
+                f"/threads/{thread}/tool-results",
+                json={"results": [{"toolCallId": wire_id, "content": "yes"}]},
+            )
+            assert accepted.status_code == 200, accepted.text
+            retried: list[bool] = []
+
+            async def stop_mid_turn(events: list[dict[str, Any]]) -> None:
+                if retried or not any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events):
+                    return
+                postgres.stop(keep_data=True)
+                while not retried:  # until a retry, too, found the store away
+                    pending = (await handle.describe()).raw_description.pending_activities
+                    if any(
+                        (a.activity_type.name == "run_turn" and a.attempt > 2)
+                        or a.activity_type.name == "reconcile_session"  # as fb84209 did
+                        for a in pending
+                    ):
+                        retried.append(True)
+                    else:
+                        await asyncio.sleep(0.05)
+                postgres.start()
+
+            events, _ = await stream_run(
+                http, accepted.json()["eventsUrl"], stop_mid_turn, method="GET"
+            )
+        assert retried
+        check_stream(events)  # one end; the partial message closed, no id used twice
+        history = persisted_messages(cluster.store, thread)
+        if events[-1]["type"] == "RUN_FINISHED":
+            assert text_of(after_retry(events)) == "confirm_booking -> success: yes"
+            assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+        else:  # the store came back after the last attempt: the run ends naming it
+            assert events[-1]["code"] == "SessionStoreUnavailable", events[-1]
+            after_retry(events)
+        results = [b["toolResult"] for m in history for b in m["content"] if "toolResult" in b]
+        assert [r["content"] for r in results] == [[{"text": "yes"}]]
+        assert_well_formed(history, set())
+    finally:
+        cluster.stop_all()

@@ -5,10 +5,17 @@ A continuation's ``run_turn`` writes the closed batch's answers before the turn 
 however long the session store is away (as ``reconcile_session`` always did, retried without
 limit), and a turn has ``TURN_ATTEMPTS`` attempts (``RUN_TURN_RETRY``), whatever ends them: a
 worker that dies, or an attempt that times out, raises nothing an attempt could count. So
-the turn keeps its three attempts, and an attempt that finds the store away before it wrote
-the answers fails at once with ``AnswersWaitForTheStore``, not retried; the thread then
-writes them with ``reconcile_session`` and runs the turn after it, as histories recorded
-before the patch do (``ThreadRuns._continue``).
+the turn keeps its three attempts, and its first attempt, when it finds the store away
+before it wrote the answers, fails at once with ``AnswersWaitForTheStore``, not retried; the
+thread then writes them with ``reconcile_session`` and runs the turn after it, as histories
+recorded before the patch do (``ThreadRuns._continue``).
+
+Only the first attempt: a later one follows an attempt that may have written the answers
+and streamed part of the turn, which only a retry of the same activity closes (its
+``turn_retried``, its next message ids). It retries as any turn does; a store still away
+after the last attempt ends the run with ``SessionStoreUnavailable``, as a turn that lost
+the store after ``reconcile_session`` did before the patch, and answers not yet written
+stay recorded for the next run.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import ANSWERS_WAIT_FOR_THE_STORE, ErrorType, TurnInput
@@ -35,13 +43,13 @@ class AnswersPending:
 @contextlib.contextmanager
 def answers_wait_for_the_store(turn: TurnInput) -> Iterator[AnswersPending]:
     """Until ``turn`` wrote its answers (``AnswersPending.written``), the store being away
-    (``SessionStoreUnavailable``) fails the attempt as ``AnswersWaitForTheStore``, not
+    (``SessionStoreUnavailable``) fails its first attempt as ``AnswersWaitForTheStore``, not
     retried (see the module).
 
     Raises:
         ApplicationError: ``AnswersWaitForTheStore``, from ``SessionStoreUnavailable``.
     """
-    answers = AnswersPending(turn.answers is not None)
+    answers = AnswersPending(turn.answers is not None and activity.info().attempt == 1)
     try:
         yield answers
     except ApplicationError as err:
