@@ -37,7 +37,6 @@ from durable_agui.activities.turn_parts import (
     TurnAgent,
     context_state,
     distinct_tool_use_ids,
-    hands_over,
     model_failure,
     one_line,
     prompt_blocks,
@@ -271,12 +270,8 @@ class TurnActivities:
 
         Asks the thread itself rather than relying on the cancellation a heartbeat delivers:
         heartbeats are throttled, so a cancel that came while a tool ran could otherwise
-        arrive after the model was called again. Not asked when a call of the batch was
-        handed over (``hands_over``): the turn stops there anyway, and the thread judges a
-        cancel by its own record (a read saved on every turn that waits for a person).
+        arrive after the model was called again.
         """
-        if hands_over(event):
-            return
         handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
         try:
             cancelled = (await read_thread(handle, None)).cancel_requested

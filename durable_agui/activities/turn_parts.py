@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from strands.hooks import AfterModelCallEvent, AfterToolsEvent
+from strands.hooks import AfterModelCallEvent
 from strands.tools.tools import PythonAgentTool
 from strands.types.content import ContentBlock
 from strands.types.exceptions import (
@@ -60,24 +60,6 @@ class TurnAgent:
 class HandOverTool(PythonAgentTool):
     """The stand-in tool of a call someone else answers (``placeholder_tool``): its runs are
     hidden from the author's hooks (``durable_agui.activities.author_hooks``)."""
-
-
-def hands_over(event: AfterToolsEvent) -> bool:
-    """Whether a call of the tool batch that just ran was handed over (a ``HandOverTool``
-    ran): the loop stops after this batch, so the model is not called next.
-
-    Strands fires ``AfterToolsEvent`` before the batch's results join the conversation, so
-    the agent's last message is the assistant message that made the calls."""
-    ran = {b["toolResult"]["toolUseId"] for b in event.message["content"] if "toolResult" in b}
-    registry = event.agent.tool_registry.registry
-    last = event.agent.messages[-1] if event.agent.messages else None
-    if last is None or last["role"] != "assistant":
-        return False
-    return any(
-        isinstance(registry.get(block["toolUse"]["name"]), HandOverTool)
-        for block in last["content"]
-        if "toolUse" in block and block["toolUse"]["toolUseId"] in ran
-    )
 
 
 def placeholder_tool(spec: ToolSpec) -> AgentTool:

@@ -27,7 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_agui.client.refusals import STATUS_BY_ERROR_TYPE
 from durable_agui.core.contract import ErrorType, ThreadState, run_topic
 from durable_agui.core.errors import ThreadRefused
-from durable_agui.core.event_log import read_run_events, read_thread
+from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import (
     EventLog,
@@ -149,7 +149,30 @@ class LogSource:
     async def _read(self, run_id: str, offset: int) -> tuple[list[LoggedEvent], int]:
         """The run's new events from ``offset``, and the offset to read on from."""
         page = await asyncio.to_thread(self.log.read, self.session_id, run_id, offset)
+        if any(_waits_for_a_person(e) for e in page):
+            await self._decided(run_id)
         return self._new(page), (page[-1].offset + 1 if page else offset)
+
+    async def _decided(self, run_id: str) -> None:
+        """Return once the thread's end of ``run_id`` is in its workflow history.
+
+        The thread appends a run's end from inside the workflow task that decides it (a
+        local activity), so the log can hold it before Temporal does: a client that
+        answered the calls it names at once, and a worker that died before the task
+        completed, would meet a thread that does not know them yet. A read travels through
+        the thread's next workflow task, which follows that one; the run is decided when the
+        thread no longer has it in progress (asked every 0.1 s, for at most ``READ_TIMEOUT``:
+        after that the end is sent anyway)."""
+        handle = self.client.get_workflow_handle(self.workflow_id)
+        deadline = time.monotonic() + READ_TIMEOUT.total_seconds()
+        while time.monotonic() < deadline:
+            try:
+                state = await read_thread(handle, None)
+            except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError):
+                return  # no thread to ask: nothing to answer either
+            if state.current_run_id != run_id:
+                return
+            await asyncio.sleep(0.1)
 
     async def _unlogged(self, run_id: str) -> list[LoggedEvent]:
         state = await read_thread(self.client.get_workflow_handle(self.workflow_id), None)
@@ -300,6 +323,14 @@ def _record_lag(events: list[LoggedEvent]) -> None:
     for event in events:
         if event.appended_at is not None:
             lag.record(max(now - event.appended_at, 0.0))
+
+
+def _waits_for_a_person(event: LoggedEvent) -> bool:
+    """A run's end that leaves frontend calls or an interrupt open (what a client answers)."""
+    if event.data.get("type") != "RUN_FINISHED":
+        return False
+    outcome = event.data.get("outcome") or {}
+    return bool(outcome.get("pendingToolCallIds")) or outcome.get("type") == "interrupt"
 
 
 def _ends(events: list[LoggedEvent]) -> bool:

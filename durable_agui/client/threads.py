@@ -89,28 +89,6 @@ async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
     raise ThreadRefused(429, ErrorType.ROLLING_OVER, "the thread is busy continuing as new; retry")
 
 
-UNDECIDED = frozenset({ErrorType.UNKNOWN_TOOL_CALL, ErrorType.UNKNOWN_INTERRUPT})
-"""Refusals of answers that a thread may give before it has applied the result that made
-the calls (see ``_answer``)."""
-
-
-async def _answer(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
-    """``_call(send)`` for answers: one refused as unknown (``UNDECIDED``) is sent once more.
-
-    A thread appends a run's end to the event log from inside the workflow task that decides
-    it, so a client may answer the calls it names before Temporal holds that task. When the
-    worker dies in between, a replacement worker validates the answer in the same workflow
-    task that applies the turn's result, before applying it, and refuses it. The second send
-    travels through the next workflow task, after that one: the calls are known there.
-    Asking only on a refusal keeps the common round trip free of a read of the thread."""
-    try:
-        return await _call(thread_id, send)
-    except ThreadRefused as refused:
-        if refused.type not in UNDECIDED:
-            raise
-    return await _call(thread_id, send)
-
-
 def _digest(request: RunRequest) -> str:
     # trace_parent is the thread's to set (and None here): left out, so digests of runs
     # sent before it existed still match their retries.
@@ -155,7 +133,7 @@ async def submit_run(
                 ) from None
             return accepted
 
-        return await _answer(thread_id, answer)
+        return await _call(thread_id, answer)
 
     log_id = await new_threads_log_id(settings)
 
@@ -228,7 +206,7 @@ async def submit_tool_results(
 ) -> ToolResultsAccepted:
     """Answers by REST; 404 for a thread ``request.principal`` has not (or that is gone)."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
-    return await _answer(
+    return await _call(
         thread_id,
         lambda: handle.execute_update(
             "submit_tool_results", request, result_type=ToolResultsAccepted
