@@ -257,7 +257,7 @@ def test_refused_signals_are_kept_newest_last_and_bounded() -> None:
         )
         kept = answers.remembered(kept, refusal)
     assert len(kept) == answers.KEEP_REFUSED_SIGNALS and kept[-1].reason == "no 22"
-    shown = answers.details(kept)
+    shown = answers.details(kept, {})
     assert shown.index("no 22") < shown.index("no 21") and "no 17" not in shown
     invalid = answers.refusal(NOW, "tool_results", ValueError("not a body"), None)
     assert invalid.type == "InvalidRequest" and invalid.reason == "not a body"

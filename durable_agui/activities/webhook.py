@@ -1,5 +1,8 @@
 """Webhook deliveries: a POST to the deployment's webhook when a run ends and when a thread
-starts waiting for a person, signed so the receiver can check it came from this server.
+starts waiting for a person, signed so the receiver can check it came from this server;
+``thread.waiting`` bodies carry each approval's decision links when the worker has a
+decision link key (``core.decision_links``: signed here, never in the workflow, whose
+history must not hold the key).
 
 The signature follows the usual scheme (Stripe, Slack): ``X-Durable-Agui-Signature:
 t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the webhook secret>``; a
@@ -13,12 +16,14 @@ import hashlib
 import hmac
 import json
 import time
+from typing import Any
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import WebhookDelivery
+from durable_agui.core.decision_links import body_links
 from durable_agui.core.settings import Settings
 
 DELIVERY_TIMEOUT_S = 10.0
@@ -51,7 +56,7 @@ class WebhookActivities:
         url, secret = self._settings.webhook_url, self._settings.webhook_secret
         if url is None or secret is None:
             return 0
-        body = json.dumps(delivery.body, separators=(",", ":"), ensure_ascii=False).encode()
+        body = json.dumps(self._body(delivery), separators=(",", ":"), ensure_ascii=False).encode()
         headers = {
             "Content-Type": "application/json",
             "Idempotency-Key": delivery.idempotency_key,
@@ -70,3 +75,11 @@ class WebhookActivities:
                 f"webhook receiver answered {response.status_code}", type="WebhookFailed"
             )
         return response.status_code
+
+    def _body(self, delivery: WebhookDelivery) -> dict[str, Any]:
+        """The delivery's body; a ``thread.waiting`` one with each approval's decision links
+        (``decisionLinks``) when the worker signs them (``Settings.decision_link_key``)."""
+        key, base_url = self._settings.decision_link_key, self._settings.public_url
+        if delivery.event != "thread.waiting" or key is None or base_url is None:
+            return delivery.body
+        return body_links(key.get_secret_value(), base_url, delivery.body, delivery.idempotency_key)

@@ -33,7 +33,7 @@ from durable_agui.api.errors import (
     refusals_as_http,
 )
 from durable_agui.api.routers import agents as agents_routes
-from durable_agui.api.routers import codec, schedules, threads
+from durable_agui.api.routers import codec, decisions, schedules, threads
 from durable_agui.api.thread_counts import ThreadCounts
 from durable_agui.core.contract import MAX_MESSAGE_ID, THREAD_ID_PATTERN, ErrorType
 from durable_agui.core.errors import ThreadRefused
@@ -113,6 +113,7 @@ def create_router(
     router.include_router(threads.router)
     router.include_router(schedules.router)
     router.include_router(codec.router)
+    router.include_router(decisions.router)
     router.state = context  # type: ignore[attr-defined]
     return router
 

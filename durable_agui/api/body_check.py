@@ -6,6 +6,7 @@ with and without the middleware (``checked_body``, a router dependency).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException, Request
@@ -32,6 +33,21 @@ def is_json_media_type(content_types: list[bytes]) -> bool:
     )
 
 
+DECISION_PATH = re.compile(r"/decisions/[A-Za-z0-9_.-]+\Z")
+"""The end of a decision link's path (``api.routers.decisions``), under any prefix."""
+
+
+def is_decision_form(scope: Scope, content_types: list[bytes]) -> bool:
+    """A decision page's form (``application/x-www-form-urlencoded``) posted to its link.
+    The one form body this API takes: the token in its path is its credential, which a
+    cross-site form cannot know, so the JSON-only rule's reason (refusing the forms other
+    sites can send) does not hold for it."""
+    if len(content_types) != 1 or DECISION_PATH.search(scope["path"]) is None:
+        return False
+    media_type = content_types[0].split(b";")[0].strip().lower()
+    return media_type == b"application/x-www-form-urlencoded"
+
+
 def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
     """What is wrong with the request body ``body`` of the request in ``scope``, or
     ``None``: 415 for a body that is not JSON (``is_json_media_type``), 422 for JSON that
@@ -39,6 +55,8 @@ def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
     if not body:
         return None
     content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
+    if is_decision_form(scope, content_types):
+        return None
     if not is_json_media_type(content_types):
         return api_error(
             415,

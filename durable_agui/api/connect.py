@@ -77,6 +77,7 @@ def _history_before_run(settings: Settings, state: ThreadState) -> list[Message]
         kept,
         {native: wire for wire, native in state.tool_call_ids.items()},
         {call.native_id for call in state.pending_tool_calls},
+        state.decisions,
     )
 
 

@@ -47,6 +47,12 @@ class InterruptView(CamelModel):
     response_schema: dict[str, Any] | None
     expires_at: datetime
     answered: bool
+    decision_links: dict[str, str] | None = Field(
+        default=None,
+        description="URLs that decide this approval with no other credential, by decision "
+        "(approve, deny): set while it waits, when the server signs decision links "
+        "(DURABLE_AGUI_DECISION_LINK_KEY). Each works once, until expiresAt.",
+    )
 
 
 class WebhookFailureView(CamelModel):

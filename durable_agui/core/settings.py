@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from durable_agui.core.agent_queues import task_queue_problem
+from durable_agui.core.decision_links import MIN_KEY_BYTES
 
 MIN_RETENTION_DAYS = 1 / 86_400
 """The shortest ``event_retention_days`` but 0: one second."""
@@ -199,6 +200,16 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     """The HMAC-SHA256 key of the ``X-Durable-Agui-Signature`` header; required with
     ``webhook_url``."""
+    decision_link_key: SecretStr | None = None
+    """The HMAC-SHA256 key (at least 32 bytes) that signs decision links: each waiting
+    approval in ``thread.waiting`` deliveries and ``GET /threads/{id}`` then carries
+    ``decisionLinks``, URLs that decide it with no other credential
+    (``durable_agui.core.decision_links``). Unset (the default): no links, and
+    ``/decisions/...`` answers 404. Workers and API need the same key; requires
+    ``public_url``."""
+    public_url: str | None = None
+    """Where people reach this API, with the prefix it is mounted at
+    (``https://agents.example.com/ai``): the base of decision links."""
     webhook_attempts: int = Field(default=6, ge=1, le=20)
     """Attempts per delivery, 1 s apart then doubling (at most 60 s): 6 take about 30 s.
     A delivery that fails them all is recorded on the thread (``webhookFailures``)."""
@@ -289,6 +300,28 @@ class Settings(BaseSettings):
     def _webhook_has_a_secret(self) -> Settings:
         if self.webhook_url is not None and self.webhook_secret is None:
             raise ValueError("DURABLE_AGUI_WEBHOOK_URL needs DURABLE_AGUI_WEBHOOK_SECRET")
+        return self
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_http(cls, url: str | None) -> str | None:
+        if url is not None and (
+            not url.startswith(("http://", "https://")) or httpx.URL(url).host == ""
+        ):
+            raise ValueError(f"{url!r} is not an http(s) URL")
+        return url
+
+    @model_validator(mode="after")
+    def _decision_links_have_a_base(self) -> Settings:
+        key = self.decision_link_key
+        if key is None:
+            return self
+        if len(key.get_secret_value().encode()) < MIN_KEY_BYTES:
+            raise ValueError(
+                f"DURABLE_AGUI_DECISION_LINK_KEY must be at least {MIN_KEY_BYTES} bytes"
+            )
+        if self.public_url is None:
+            raise ValueError("DURABLE_AGUI_DECISION_LINK_KEY needs DURABLE_AGUI_PUBLIC_URL")
         return self
 
     @field_validator("media_fetch_hosts")

@@ -6,6 +6,8 @@ One builder for every reader: ``GET /threads/{id}/messages`` and ``durable-agui 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import (
@@ -20,12 +22,13 @@ from ag_ui.core.types import ContentPart
 from pydantic import TypeAdapter
 from strands.types.session import SessionMessage
 
+from durable_agui.core.outcomes import utc_text
 from durable_agui.translation.content import agui_content
 from durable_agui.translation.reasoning import reasoning_message
 from durable_agui.translation.tool_results import is_placeholder, split_tool_result
 
 if TYPE_CHECKING:
-    from durable_agui.core.contract import ThreadState
+    from durable_agui.core.contract import LinkDecision, ThreadState
     from durable_agui.core.settings import Settings
     from durable_agui.sessions.store import SessionStore
 
@@ -57,33 +60,57 @@ def _assistant_message(index: int, blocks: list[Any], wire_ids: dict[str, str]) 
     return AssistantMessage(id=f"m{index}", content=_text(blocks) or None, tool_calls=calls or None)
 
 
-def _tool_messages(
-    index: int, blocks: list[Any], wire_ids: dict[str, str], pending_native: set[str]
-) -> list[Message]:
+@dataclass(frozen=True)
+class _Ids:
+    """What a transcript knows of the thread's calls: wire id by native id, the native ids
+    of calls still pending, and the decisions by link by wire id."""
+
+    wire_ids: dict[str, str]
+    pending_native: set[str]
+    decisions: Mapping[str, LinkDecision]
+
+    def metadata(self, wire_id: str) -> dict[str, Any] | None:
+        """A tool message's ``metadata``: how its approval was decided, when by a link."""
+        decision = self.decisions.get(wire_id)
+        if decision is None:
+            return None
+        return {
+            "decision": {
+                "by": "link",
+                "decision": decision.decision,
+                "linkId": decision.link_id,
+                "delivery": decision.delivery,
+                "comment": decision.comment,
+                "decidedAt": utc_text(decision.decided_at),
+            }
+        }
+
+
+def _tool_messages(index: int, blocks: list[Any], ids: _Ids) -> list[Message]:
     """One tool message per answered result of a user message (placeholders left out)."""
     messages: list[Message] = []
     for k, block in enumerate(blocks):
         result = block.get("toolResult")
-        if result is None or result["toolUseId"] in pending_native or is_placeholder(result):
+        if result is None or result["toolUseId"] in ids.pending_native or is_placeholder(result):
             continue
         content, error = split_tool_result(result)
+        wire_id = ids.wire_ids.get(result["toolUseId"], result["toolUseId"])
         messages.append(
             ToolMessage(
                 id=f"m{index}.{k}",
-                tool_call_id=wire_ids.get(result["toolUseId"], result["toolUseId"]),
+                tool_call_id=wire_id,
                 content=_content(content),
                 error=error,
+                metadata=ids.metadata(wire_id),
             )
         )
     return messages
 
 
-def _user_messages(
-    index: int, blocks: list[Any], wire_ids: dict[str, str], pending_native: set[str]
-) -> list[Message]:
+def _user_messages(index: int, blocks: list[Any], ids: _Ids) -> list[Message]:
     """A stored user message: its tool results first, then what the person wrote (an empty
     message stays an empty user message)."""
-    messages = _tool_messages(index, blocks, wire_ids, pending_native)
+    messages = _tool_messages(index, blocks, ids)
     user_blocks = [block for block in blocks if "toolResult" not in block]
     if user_blocks or not blocks:
         messages.append(UserMessage(id=f"m{index}", content=_content(user_blocks)))
@@ -91,7 +118,10 @@ def _user_messages(
 
 
 def to_agui_messages(
-    session_messages: list[SessionMessage], wire_ids: dict[str, str], pending_native: set[str]
+    session_messages: list[SessionMessage],
+    wire_ids: dict[str, str],
+    pending_native: set[str],
+    decisions: Mapping[str, LinkDecision] | None = None,
 ) -> list[Message]:
     """Convert persisted Strands messages to AG-UI messages.
 
@@ -99,8 +129,12 @@ def to_agui_messages(
     Results of ``pending_native`` calls (and anything still holding the placeholder) are
     left out: the client owns those calls. The model's reasoning blocks come before its
     message, as ``ReasoningMessage``s. Message ids are ``m<index>`` (tool results and
-    reasoning ``m<index>.<k>``, for block ``k``), stable for a thread.
+    reasoning ``m<index>.<k>``, for block ``k``), stable for a thread. A tool message whose
+    approval was decided from a decision link (``decisions``, by wire id) carries it in
+    ``metadata.decision`` (``by: "link"``, ``linkId``, ``delivery``, ``decision``,
+    ``comment``, ``decidedAt``).
     """
+    ids = _Ids(wire_ids, pending_native, decisions or {})
     messages: list[Message] = []
     for session_message in session_messages:
         message = session_message.to_message()
@@ -114,7 +148,7 @@ def to_agui_messages(
             ]
             messages.append(_assistant_message(index, blocks, wire_ids))
         else:
-            messages += _user_messages(session_message.message_id, blocks, wire_ids, pending_native)
+            messages += _user_messages(session_message.message_id, blocks, ids)
     return messages
 
 
@@ -136,6 +170,7 @@ def thread_transcript(store: SessionStore, state: ThreadState) -> list[Message]:
         stored,
         {native: wire for wire, native in state.tool_call_ids.items()},
         {call.native_id for call in state.pending_tool_calls},
+        state.decisions,
     )
 
 

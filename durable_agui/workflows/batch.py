@@ -31,6 +31,7 @@ from durable_agui.core.contract import (
     BatchState,
     ClosedReason,
     ErrorType,
+    LinkDecision,
     NativeToolResult,
     OpenInterrupt,
     PendingToolCall,
@@ -108,6 +109,11 @@ class ToolCallBatch:
     @property
     def interrupts(self) -> dict[str, OpenInterrupt]:
         return self.state.interrupts
+
+    @property
+    def decisions(self) -> dict[str, LinkDecision]:
+        """Approvals decided from a decision link, by wire id (``BatchState.decisions``)."""
+        return self.state.decisions
 
     @property
     def is_open(self) -> bool:
@@ -264,6 +270,8 @@ class ToolCallBatch:
             if interrupt is not None and interrupt.resolution is None:
                 interrupt.resolution = answer
                 accepted.append(answer.interrupt_id)
+                if answer.decided_by is not None:
+                    self.state.decisions[interrupt.wire_id] = answer.decided_by
         return accepted
 
     def held_bytes(self) -> int:
@@ -387,6 +395,7 @@ class ToolCallBatch:
                 "closed_calls": recent(self.state.closed_calls, KEEP_CLOSED),
                 "closed_interrupts": recent(self.state.closed_interrupts, KEEP_CLOSED),
                 "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
+                "decisions": recent(self.state.decisions, KEEP_CLOSED),
             }
         )
 

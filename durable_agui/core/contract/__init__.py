@@ -61,6 +61,7 @@ from durable_agui.core.contract.ids import (
 from durable_agui.core.contract.inputs import (
     ContextEntry,
     FrontendTool,
+    LinkDecision,
     ResumeAnswer,
     ToolResult,
     UserInput,
@@ -161,6 +162,7 @@ __all__ = [
     "DeleteRequest",
     "ErrorType",
     "FrontendTool",
+    "LinkDecision",
     "LoggedRunEvent",
     "MetadataRequest",
     "MultitaskStrategy",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -62,12 +63,28 @@ class ToolResult(BaseModel):
         return _json_bytes([self.content, self.error])
 
 
+class LinkDecision(BaseModel):
+    """How an approval was decided from a decision link (``core.decision_links``): which
+    link (``link_id``), which delivery carried it (the webhook's ``Idempotency-Key``, or
+    ``thread-view``), the decision, the person's comment and when (the API's clock, UTC)."""
+
+    link_id: str
+    delivery: str
+    decision: Literal["approve", "deny"]
+    comment: str | None = None
+    decided_at: datetime
+
+
 class ResumeAnswer(BaseModel):
-    """An AG-UI 1.0 ``resume`` entry: the answer to an interrupt (an approval request)."""
+    """An AG-UI 1.0 ``resume`` entry: the answer to an interrupt (an approval request).
+
+    ``decided_by``: the decision link it came from (``None``: an AG-UI run, REST or a
+    signal); not part of the answer (``same_answer``, ``answer_digest``)."""
 
     interrupt_id: str
     status: Literal["resolved", "cancelled"]
     payload: Any = None
+    decided_by: LinkDecision | None = None
 
     def same_answer(self, other: ResumeAnswer) -> bool:
         return self.status == other.status and self.payload == other.payload

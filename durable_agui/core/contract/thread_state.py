@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from durable_agui.core.contract.ids import digest
-from durable_agui.core.contract.inputs import FrontendTool, ResumeAnswer, ToolResult
+from durable_agui.core.contract.inputs import FrontendTool, LinkDecision, ResumeAnswer, ToolResult
 from durable_agui.core.contract.requests import RunRequest, ThreadMetadata
 from durable_agui.core.contract.signals import RefusedSignal
 
@@ -177,6 +177,9 @@ class ThreadState(BaseModel):
     early calls are found among them)."""
     refused_signals: list[RefusedSignal] = Field(default_factory=list)
     """The signals the thread refused, oldest first (the newest ``KEEP_REFUSED_SIGNALS``)."""
+    decisions: dict[str, LinkDecision] = Field(default_factory=dict)
+    """The approvals decided from a decision link, by the call's wire id (the most recent
+    ``KEEP_CLOSED``), open ones included."""
 
 
 class BatchState(BaseModel):
@@ -194,6 +197,9 @@ class BatchState(BaseModel):
     closed_calls: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
     closed_interrupts: dict[str, tuple[str, ClosedReason]] = Field(default_factory=dict)
     tool_call_ids: dict[str, str] = Field(default_factory=dict)
+    decisions: dict[str, LinkDecision] = Field(default_factory=dict)
+    """The approvals decided from a decision link, by the call's wire id (the most
+    recent): the audit of ``GET /threads/{id}/messages`` and of the link's second use."""
 
 
 class ThreadCarry(BaseModel):

@@ -88,6 +88,7 @@ class ThreadAnswers:
         ``run_id``. Returns the ids taken now, and the run queued (``None``: none)."""
         accepted = self._take(results, resume)
         self._show_status()
+        self._audit_links(resume, accepted)
         if not (accepted and self._batch.is_complete):
             return accepted, None
         self._book.queue.append(answers.continuation(self._agent, run_id, trace_parent()))
@@ -118,7 +119,7 @@ class ThreadAnswers:
         the thread's state, the workflow's current details and a warning log line."""
         book = self._book
         book.refused_signals = answers.remembered(book.refused_signals, refused)
-        workflow.set_current_details(answers.details(book.refused_signals))
+        self._show_details()
         workflow.logger.warning(
             "signal %s refused (%s): %s",
             refused.signal,
@@ -126,3 +127,18 @@ class ThreadAnswers:
             refused.reason,
             extra={"refused_signal": refused.model_dump(mode="json")},
         )
+
+    def _show_details(self) -> None:
+        """The workflow's current details in the Temporal UI: refused signals and decisions
+        by link (``answers.details``)."""
+        book = self._book
+        workflow.set_current_details(answers.details(book.refused_signals, self._batch.decisions))
+
+    def _audit_links(self, resume: list[ResumeAnswer], accepted: list[str]) -> None:
+        """Decisions taken from decision links: logged, and listed in the current details
+        (their history is the update's input, with ``decided_by``)."""
+        audit = answers.link_audit(resume, accepted)
+        for line in audit:
+            workflow.logger.info("approval decided by link %s", line)
+        if audit:
+            self._show_details()

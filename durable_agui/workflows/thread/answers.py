@@ -26,6 +26,7 @@ Pure: no I/O, no ``temporalio.workflow``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.core.contract import (
     AnswersBody,
     ErrorType,
+    LinkDecision,
     PayloadRefused,
     RefusedSignal,
     ResumeAnswer,
@@ -111,14 +113,53 @@ def remembered(refused: list[RefusedSignal], new: RefusedSignal) -> list[Refused
     return [*refused, new][-KEEP_REFUSED_SIGNALS:]
 
 
-def details(refused: list[RefusedSignal]) -> str:
-    """The workflow's current details (Markdown, shown in the Temporal UI) listing the
-    newest refused signals."""
-    lines = [
-        f"- {r.at.isoformat(timespec='seconds')} `{r.signal}` {r.ids or ''}: **{r.type}** "
-        f"{r.reason}"
-        for r in reversed(refused[-SHOWN_REFUSALS:])
+def details(refused: list[RefusedSignal], decisions: Mapping[str, LinkDecision]) -> str:
+    """The workflow's current details (Markdown, shown in the Temporal UI): the newest
+    refused signals, and the newest approvals decided from a decision link (which link,
+    from which delivery, the comment); empty when there are neither."""
+    sections = []
+    if refused:
+        lines = [
+            f"- {r.at.isoformat(timespec='seconds')} `{r.signal}` {r.ids or ''}: **{r.type}** "
+            f"{r.reason}"
+            for r in reversed(refused[-SHOWN_REFUSALS:])
+        ]
+        sections.append(
+            "**Refused signals** (newest first; the `refused_signals` query has more)\n"
+            + "\n".join(lines)
+        )
+    if decisions:
+        sections.append(
+            "**Decided by link** (newest first; `GET /threads/{id}/messages` has every one)\n"
+            + "\n".join(
+                decided_by_link(wire_id, decision)
+                for wire_id, decision in reversed(list(decisions.items())[-SHOWN_REFUSALS:])
+            )
+        )
+    return "\n\n".join(sections)
+
+
+def link_audit(resume: list[ResumeAnswer], accepted: list[str]) -> list[str]:
+    """The audit lines of the resume entries taken now (``accepted``) that came from a
+    decision link."""
+    return [
+        decided_by_link(answer.interrupt_id, answer.decided_by)
+        for answer in resume
+        if answer.decided_by is not None and answer.interrupt_id in accepted
     ]
-    return "**Refused signals** (newest first; the `refused_signals` query has more)\n" + "\n".join(
-        lines
+
+
+def decided_by_link(wire_id: str, decision: LinkDecision) -> str:
+    """One line of the audit of a decision by link (Markdown)."""
+    comment = f": {shown_comment(decision.comment)}" if decision.comment else ""
+    return (
+        f"- {decision.decided_at.isoformat(timespec='seconds')} `{wire_id}` "
+        f"**{decision.decision}** by link `{decision.link_id}` from delivery "
+        f"`{decision.delivery}`{comment}"
     )
+
+
+def shown_comment(comment: str) -> str:
+    """A person's comment as one Markdown line (at most 200 characters)."""
+    flat = " ".join(comment.split())
+    return flat if len(flat) <= 200 else flat[:199] + "…"

@@ -16,7 +16,9 @@ from durable_agui.api.models import (
 )
 from durable_agui.api.routers.threads.base import threads_router
 from durable_agui.client import thread_state
-from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.contract import OpenInterrupt, workflow_id_for
+from durable_agui.core.decision_links import THREAD_VIEW_DELIVERY, DecisionLink, links
+from durable_agui.core.settings import Settings
 from durable_agui.translation.transcript import workflow_ui_url
 
 router = threads_router()
@@ -67,6 +69,7 @@ async def get_thread(
                 response_schema=i.response_schema,
                 expires_at=i.expires_at,
                 answered=i.resolution is not None,
+                decision_links=_decision_links(settings, thread_id, principal, i),
             )
             for i in state.interrupts
         ],
@@ -85,6 +88,26 @@ async def get_thread(
             RefusedSignalView.model_validate(r.model_dump()) for r in state.refused_signals
         ],
     )
+
+
+def _decision_links(
+    settings: Settings, thread_id: str, owner: str, interrupt: OpenInterrupt
+) -> dict[str, str] | None:
+    """The waiting approval's decision links (``core.decision_links``, delivery
+    ``thread-view``), when the server signs them."""
+    key, base_url = settings.decision_link_key, settings.public_url
+    if key is None or base_url is None or interrupt.resolution is not None:
+        return None
+    approval = DecisionLink(
+        thread_id=thread_id,
+        owner=owner,
+        interrupt_id=interrupt.interrupt_id,
+        tool_call_id=interrupt.wire_id,
+        decision="deny",
+        delivery=THREAD_VIEW_DELIVERY,
+        expires_at=interrupt.expires_at,
+    )
+    return links(key.get_secret_value(), base_url, approval, interrupt.response_schema)
 
 
 @router.get(

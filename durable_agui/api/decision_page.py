@@ -1,0 +1,107 @@
+"""The pages a decision link shows a person: the confirmation (what is asked, the arguments,
+approve / deny, an optional comment), what was recorded, and every refusal, each in plain
+words and with the status a browser and a test can read.
+
+The pages carry a token in their URL, so they ask browsers to send it to no other site
+(``Referrer-Policy: same-origin``; with ``no-referrer`` Chromium posts the form with
+``Origin: null``, which the loopback-only mode refuses), to store nothing and to show them
+in no frame (a framed page could be clicked through by another site); they load nothing
+and run no script (``Content-Security-Policy``). Every text shown is
+escaped: the arguments and the question are the model's and the agent author's words.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from fastapi.responses import HTMLResponse
+
+from durable_agui.core.contract import OpenInterrupt
+from durable_agui.core.decision_links import MAX_COMMENT, Decision
+
+HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "form-action 'self'; frame-ancestors 'none'",
+}
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;"
+    "line-height:1.5}pre{background:#f4f4f4;padding:.75rem;overflow:auto}"
+    "textarea{width:100%;min-height:4rem}button{font-size:1rem;padding:.5rem 1.25rem;"
+    "margin:.5rem .5rem 0 0}.approve{background:#1a7f37;color:#fff}"
+    ".deny{background:#cf222e;color:#fff}"
+)
+
+LABELS: dict[Decision, str] = {"approve": "Approve", "deny": "Deny"}
+
+
+def page(status: int, title: str, body: str) -> HTMLResponse:
+    """A whole page: ``title`` (plain text) as its heading, ``body`` (HTML, escaped by the
+    caller) under it."""
+    html = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>"
+    )
+    return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+
+def refusal(status: int, title: str, why: str) -> HTMLResponse:
+    """A page that changes nothing and says why."""
+    return page(status, title, f'<p id="why">{escape(why)}</p><p>Nothing was changed.</p>')
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A decision the page offers: its label and the path of its link (relative to the
+    page's own, so it keeps any prefix the API is mounted at)."""
+
+    decision: Decision
+    action: str
+
+
+def confirmation(interrupt: OpenInterrupt, choices: list[Choice], expires: str) -> HTMLResponse:
+    """The confirmation page of an open approval: the question, the tool and its arguments,
+    a comment box and one button per decision offered. ``GET`` shows it; only the button's
+    ``POST`` records (mail scanners open links)."""
+    buttons = "".join(
+        f'<button class="{c.decision}" type="submit" formaction="{escape(c.action)}">'
+        f"{LABELS[c.decision]}</button>"
+        for c in choices
+    )
+    body = (
+        f'<p id="question">{escape(interrupt.message)}</p>'
+        f"<p>Tool <code>{escape(interrupt.tool_name)}</code>, arguments:</p>"
+        f'<pre id="arguments">{escape(_arguments(interrupt))}</pre>'
+        f'<form method="post" action="{escape(choices[0].action)}">'
+        f'<label>Comment (optional)<br><textarea name="comment" maxlength="{MAX_COMMENT}">'
+        f"</textarea></label><br>{buttons}</form>"
+        f"<p>This link works once, until {escape(expires)}.</p>"
+    )
+    return page(200, "A decision is asked of you", body)
+
+
+def recorded(decision: Decision, comment: str | None) -> HTMLResponse:
+    """What a ``POST`` recorded."""
+    said = f"<p>Your comment: <q>{escape(comment)}</q></p>" if comment else ""
+    done = "approved" if decision == "approve" else "denied"
+    return page(
+        200,
+        f"Recorded: {done}",
+        f'<p id="recorded">You {done} it. The agent goes on without you; you may close this '
+        f"page.</p>{said}",
+    )
+
+
+def _arguments(interrupt: OpenInterrupt) -> str:
+    if interrupt.args_omitted:
+        return "(too large to show here: the thread's messages hold them)"
+    args: dict[str, Any] = interrupt.args
+    return json.dumps(args, indent=2, ensure_ascii=False)

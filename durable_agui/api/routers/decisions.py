@@ -1,0 +1,202 @@
+"""``/decisions/{token}``: an approval decided from a decision link, by a person with no other
+credential (``durable_agui.core.decision_links`` has the rule).
+
+``GET`` shows the confirmation page and changes nothing (mail scanners and chat previews
+open links); ``POST`` (the page's form: ``comment``, optional, at most ``MAX_COMMENT``
+characters) records the link's decision through the same judgement as every other answer
+(the ``submit_tool_results`` update, as the thread's owner), with ``decided_by`` naming the
+link and its delivery: the thread's history, its Temporal UI details and its messages show
+it. A link works once: a second use, an expired, forged or altered link, and a link whose
+approval was answered otherwise or closed get a page that says so, and change nothing.
+Off (404) unless ``Settings.decision_link_key`` is set. Not in the OpenAPI document: these
+are pages for people, not routes for clients.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from durable_agui.api import decision_page
+from durable_agui.api.decision_page import Choice, refusal
+from durable_agui.api.deps import SettingsDep, TemporalDep
+from durable_agui.client import submit_tool_results, thread_state
+from durable_agui.core.contract import (
+    LinkDecision,
+    OpenInterrupt,
+    ResumeAnswer,
+    ThreadState,
+    ToolResultsRequest,
+)
+from durable_agui.core.decision_links import (
+    FIXED_ANSWER,
+    MAX_COMMENT,
+    DecisionLink,
+    LinkRefused,
+    offered,
+    read,
+    sign,
+)
+from durable_agui.core.errors import ThreadRefused
+from durable_agui.core.settings import Settings
+
+router = APIRouter(prefix="/decisions", tags=["decisions"], include_in_schema=False)
+
+
+class PageRefusal(Exception):
+    """A request a decision page refuses: the page that says why."""
+
+    def __init__(self, response: HTMLResponse) -> None:
+        self.response = response
+
+
+@router.get("/{token}", response_class=HTMLResponse)
+async def show_decision(token: str, settings: SettingsDep, client: TemporalDep) -> HTMLResponse:
+    """The confirmation page of the link's approval, or the page that says why not."""
+    try:
+        key, link = _link(settings, token)
+        interrupt = _waiting(await _state(client, link), link)
+    except PageRefusal as refused:
+        return refused.response
+    choices = [
+        Choice(decision, sign(key, link.sibling(decision)))
+        for decision in offered(interrupt.response_schema)
+    ]
+    expires = link.expires_at.strftime("%d %B %Y, %H:%M UTC")
+    return decision_page.confirmation(interrupt, choices, expires)
+
+
+@router.post("/{token}", response_class=HTMLResponse)
+async def record_decision(
+    token: str, request: Request, settings: SettingsDep, client: TemporalDep
+) -> HTMLResponse:
+    """Record the link's decision (with the form's ``comment``), once."""
+    try:
+        comment = _comment(await request.body())
+        _, link = _link(settings, token)
+        _waiting(await _state(client, link), link)
+        return await _record(client, link, comment)
+    except PageRefusal as refused:
+        return refused.response
+
+
+async def _record(client: TemporalDep, link: DecisionLink, comment: str | None) -> HTMLResponse:
+    decided_by = LinkDecision(
+        link_id=link.link_id,
+        delivery=link.delivery,
+        decision=link.decision,
+        comment=comment,
+        decided_at=datetime.now(UTC),
+    )
+    # A denial's comment is its payload too: the model reads it with the "declined" result.
+    denied = {"comment": comment} if comment else None
+    answer = ResumeAnswer(
+        interrupt_id=link.interrupt_id,
+        status="resolved" if link.decision == "approve" else "cancelled",
+        payload=FIXED_ANSWER if link.decision == "approve" else denied,
+        decided_by=decided_by,
+    )
+    request = ToolResultsRequest(
+        run_id=f"link-{uuid.uuid4().hex}", principal=link.owner, resume=[answer]
+    )
+    try:
+        accepted = await submit_tool_results(client, link.thread_id, request)
+    except ThreadRefused as refused:
+        raise PageRefusal(_thread_refusal(refused)) from None
+    if link.interrupt_id not in accepted.accepted:
+        # Acknowledged: the same decision was recorded a moment ago (this link, twice).
+        raise PageRefusal(_used())
+    return decision_page.recorded(link.decision, comment)
+
+
+def _link(settings: Settings, token: str) -> tuple[str, DecisionLink]:
+    key = settings.decision_link_key
+    if key is None:
+        raise PageRefusal(
+            refusal(404, "Decision links are off", "This server signs no decision links.")
+        )
+    try:
+        return key.get_secret_value(), read(key.get_secret_value(), token)
+    except LinkRefused as refused:
+        if refused.expired:
+            raise PageRefusal(
+                refusal(410, "This link has expired", "The time to decide has passed.")
+            ) from None
+        raise PageRefusal(
+            refusal(
+                400,
+                "This link is not valid",
+                "It was changed, or it is not a decision link of this server.",
+            )
+        ) from None
+
+
+async def _state(client: TemporalDep, link: DecisionLink) -> ThreadState:
+    try:
+        return await thread_state(client, link.thread_id, link.owner)
+    except ThreadRefused as refused:
+        raise PageRefusal(_thread_refusal(refused)) from None
+
+
+def _waiting(state: ThreadState, link: DecisionLink) -> OpenInterrupt:
+    """The link's approval, still waiting; else the page that says what became of it."""
+    decided = state.decisions.get(link.tool_call_id)
+    if decided is not None and decided.link_id == link.link_id:
+        raise PageRefusal(_used())
+    for interrupt in state.interrupts:
+        if interrupt.interrupt_id == link.interrupt_id and interrupt.resolution is None:
+            return interrupt
+    raise PageRefusal(
+        refusal(
+            409,
+            "This approval is no longer waiting",
+            "It was already answered (here or elsewhere), or it expired or was cancelled.",
+        )
+    )
+
+
+def _used() -> HTMLResponse:
+    return refusal(409, "This link was already used", "Its decision is recorded.")
+
+
+def _thread_refusal(refused: ThreadRefused) -> HTMLResponse:
+    if refused.status == 404:
+        return refusal(404, "This thread is gone", "The conversation was deleted or expired.")
+    if refused.status == 503:
+        return refusal(503, "Try again in a moment", "The server cannot reach its store now.")
+    return refusal(
+        409,
+        "This approval is no longer waiting",
+        f"It was already answered, or it closed ({refused.type}).",
+    )
+
+
+def _comment(body: bytes) -> str | None:
+    """The form's ``comment``: ``None`` when absent or blank.
+
+    Raises:
+        PageRefusal: 422, a body that is not a form of UTF-8 text or a comment over
+            ``MAX_COMMENT`` characters.
+    """
+    try:
+        fields = parse_qs(
+            body.decode(), keep_blank_values=True, strict_parsing=bool(body), max_num_fields=4
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise PageRefusal(
+            refusal(422, "This form could not be read", "Send it from the link's page.")
+        ) from None
+    comment = (fields.get("comment") or [""])[0].strip()
+    if len(comment) > MAX_COMMENT:
+        raise PageRefusal(
+            refusal(
+                422,
+                "This comment is too long",
+                f"Keep it to {MAX_COMMENT} characters; nothing was recorded.",
+            )
+        )
+    return comment or None

@@ -1,0 +1,303 @@
+"""Decision links: an approval decided from the link a ``thread.waiting`` webhook carried, in
+real Chromium, once; every bad link refused with a page that says why, and nothing changed;
+the decision in the thread's messages, its history and its Temporal UI details. Against a
+real ``durable-agui dev`` stack (file store) with a real webhook receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from playwright.async_api import Page, expect
+
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.decision_links import DecisionLink, offered, read, sign
+from durable_agui.workflows.verdicts import DENIED
+from tests.browser import shot
+from tests.stack import DevStack
+from tests.support import post_run, run_input, user
+from tests.test_answer_channels import finished_runs, temporal_cli
+from tests.webhook_receiver import WebhookReceiver
+
+KEY = "decision-link-key-for-tests-0123456789"
+OTHER_KEY = "another-deployments-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[WebhookReceiver]:
+    running = WebhookReceiver()
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, receiver: WebhookReceiver
+) -> Iterator[DevStack]:
+    folder = tmp_path_factory.mktemp("links")
+    running = DevStack(folder / "data", folder / "dev.log")
+    running.env.update(
+        {
+            "DURABLE_AGUI_WEBHOOK_URL": receiver.url,
+            "DURABLE_AGUI_WEBHOOK_SECRET": "whsec-links",
+            "DURABLE_AGUI_DECISION_LINK_KEY": KEY,
+            "DURABLE_AGUI_PUBLIC_URL": running.url,
+        }
+    )
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
+        yield client
+
+
+async def ask_approval(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
+    """A run of the demo agent that leaves ``cancel_booking`` waiting for approval; the
+    interrupt as ``GET /threads/{id}`` shows it."""
+    ask = user("u1", 'call cancel_booking {"booking":"BK-7"}')
+    status, events = await post_run(http, "demo", run_input(thread, "r1", [ask], []))
+    assert status == 200, events
+    assert events[-1]["outcome"]["type"] == "interrupt"
+    (interrupt,) = (await http.get(f"/threads/{thread}")).json()["interrupts"]
+    return dict(interrupt)
+
+
+async def waiting_delivery(receiver: WebhookReceiver, thread: str) -> tuple[str, dict[str, Any]]:
+    """The ``thread.waiting`` delivery for ``thread``: its ``Idempotency-Key`` and body."""
+    for _ in range(600):
+        for attempt in receiver.delivered():
+            body = json.loads(attempt.body)
+            if body["threadId"] == thread and body["type"] == "thread.waiting":
+                return attempt.headers["idempotency-key"], body
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no thread.waiting delivery for {thread}")
+
+
+async def still_waits(http: httpx.AsyncClient, thread: str, interrupt_id: str) -> None:
+    """Nothing changed: the approval waits, unanswered, and no run was queued."""
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert view["status"] == "awaiting_approval"
+    assert [(i["id"], i["answered"]) for i in view["interrupts"]] == [(interrupt_id, False)]
+    assert view["queuedRunIds"] == [] and view["currentRunId"] is None
+
+
+async def test_a_person_approves_from_the_webhooks_link_once(
+    page: Page, http: httpx.AsyncClient, stack: DevStack, receiver: WebhookReceiver
+) -> None:
+    thread = "link-approve"
+    interrupt = await ask_approval(http, thread)
+    delivery, body = await waiting_delivery(receiver, thread)
+    (sent,) = body["interrupts"]
+    assert set(sent["decisionLinks"]) == {"approve", "deny"}
+    approve = sent["decisionLinks"]["approve"]
+
+    response = await page.goto(approve)
+    assert response is not None and response.status == 200
+    await expect(page.locator("#question")).to_have_text(interrupt["message"])
+    await expect(page.locator("#arguments")).to_contain_text('"booking": "BK-7"')
+    await shot(page, "decision-link-1-confirm")
+    await page.locator("textarea[name=comment]").fill("fine, go ahead")
+    await page.locator("button.approve").click()
+    await expect(page.locator("h1")).to_have_text("Recorded: approved")
+    await shot(page, "decision-link-2-recorded")
+
+    view = await finished_runs(http, thread, 2)
+    assert view["status"] == "idle" and view["interrupts"] == []
+    messages = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
+    (result,) = [m for m in messages if m["role"] == "tool"]
+    assert result["toolCallId"] == interrupt["toolCallId"]
+    assert json.loads(result["content"]) == {"cancelled": "BK-7", "note": None}
+    decision = result["metadata"]["decision"]
+    assert decision["by"] == "link" and decision["decision"] == "approve"
+    assert decision["delivery"] == delivery and decision["comment"] == "fine, go ahead"
+    assert decision["linkId"] == read(KEY, approve.rsplit("/", 1)[1]).link_id
+
+    # The audit: the update in the history carries the link, the Temporal UI's details too.
+    workflow_id = workflow_id_for(thread)
+    history = temporal_cli(stack, "workflow", "show", "--workflow-id", workflow_id, "-o", "json")
+    (update,) = [
+        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]
+        for e in json.loads(history)["events"]
+        if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+        and e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]
+        == "submit_tool_results"
+    ]
+    (answers,) = [json.loads(base64.b64decode(arg["data"])) for arg in update["args"]["payloads"]]
+    assert answers["resume"][0]["decided_by"]["link_id"] == decision["linkId"]
+    assert answers["resume"][0]["decided_by"]["delivery"] == delivery
+    details = temporal_cli(
+        stack, "workflow", "metadata", "--workflow-id", workflow_id, "-o", "json"
+    )
+    assert "Decided by link" in details and decision["linkId"] in details
+
+    # Used once: the same link again, and its sibling, change nothing.
+    again = await page.goto(approve)
+    assert again is not None and again.status == 409
+    await expect(page.locator("h1")).to_have_text("This link was already used")
+    await shot(page, "decision-link-3-used")
+    reposted = await http.post(approve, data={"comment": "again"})
+    assert reposted.status_code == 409 and "already used" in reposted.text
+    denied = await http.post(sent["decisionLinks"]["deny"], data={})
+    assert denied.status_code == 409 and "no longer waiting" in denied.text
+    assert (await http.get(f"/threads/{thread}")).json()["recentRuns"] == view["recentRuns"]
+
+
+async def test_a_denial_from_the_threads_link_reaches_the_model_with_its_comment(
+    http: httpx.AsyncClient,
+) -> None:
+    thread = "link-deny"
+    interrupt = await ask_approval(http, thread)
+    deny = interrupt["decisionLinks"]["deny"]
+
+    recorded = await http.post(deny, data={"comment": "not this one"})
+
+    assert recorded.status_code == 200 and "Recorded: denied" in recorded.text
+    await finished_runs(http, thread, 2)
+    messages = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
+    (result,) = [m for m in messages if m["role"] == "tool"]
+    assert result["error"] == DENIED
+    assert json.loads(result["content"]) == {"comment": "not this one"}
+    assert result["metadata"]["decision"]["delivery"] == "thread-view"
+
+
+def forged(token: str) -> str:
+    """The same claims, signed with another deployment's key."""
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return jwt.encode(claims, OTHER_KEY, algorithm="HS256")
+
+
+def altered(token: str) -> str:
+    """The claims with another thread's id, under the original signature."""
+    header, _, signature = token.split(".")
+    claims = jwt.decode(token, options={"verify_signature": False})
+    payload = jwt.utils.base64url_encode(
+        json.dumps({**claims, "thr": "someone-elses"}).encode()
+    ).decode()
+    return f"{header}.{payload}.{signature}"
+
+
+def expired(token: str) -> str:
+    """The same link, signed with the deployment's key, its deadline an hour ago."""
+    link = read(KEY, token)
+    past = DecisionLink(**{**link.__dict__, "expires_at": datetime.now(UTC) - timedelta(hours=1)})
+    return sign(KEY, past)
+
+
+BAD_LINKS = {
+    "forged": (forged, 400, "This link is not valid"),
+    "altered": (altered, 400, "This link is not valid"),
+    "expired": (expired, 410, "This link has expired"),
+    "truncated": (lambda token: token[:-6], 400, "This link is not valid"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_LINKS))
+async def test_a_bad_link_gets_a_clear_page_and_changes_nothing(
+    kind: str, page: Page, http: httpx.AsyncClient
+) -> None:
+    thread = f"link-bad-{kind}"
+    interrupt = await ask_approval(http, thread)
+    approve = interrupt["decisionLinks"]["approve"]
+    root, _, token = approve.rpartition("/")
+    make, status, title = BAD_LINKS[kind]
+    bad = f"{root}/{make(token)}"
+
+    shown = await page.goto(bad)
+    posted = await http.post(bad, data={"comment": "let me in"})
+
+    assert shown is not None and shown.status == status
+    await expect(page.locator("h1")).to_have_text(title)
+    await expect(page.locator("body")).to_contain_text("Nothing was changed.")
+    assert posted.status_code == status and title in posted.text
+    await still_waits(http, thread, interrupt["id"])
+
+
+async def test_a_link_whose_approval_was_answered_elsewhere_changes_nothing(
+    page: Page, http: httpx.AsyncClient
+) -> None:
+    thread = "link-answered"
+    interrupt = await ask_approval(http, thread)
+    answered = await http.post(
+        f"/threads/{thread}/tool-results",
+        json={"resume": [{"interruptId": interrupt["id"], "status": "cancelled"}]},
+    )
+    assert answered.status_code == 200, answered.text
+    before = await finished_runs(http, thread, 2)
+
+    shown = await page.goto(interrupt["decisionLinks"]["approve"])
+    posted = await http.post(interrupt["decisionLinks"]["approve"], data={})
+
+    assert shown is not None and shown.status == 409
+    await expect(page.locator("h1")).to_have_text("This approval is no longer waiting")
+    assert posted.status_code == 409 and "no longer waiting" in posted.text
+    after = (await http.get(f"/threads/{thread}")).json()
+    assert after["recentRuns"] == before["recentRuns"] and after["status"] == "idle"
+    messages = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
+    assert [m.get("metadata") for m in messages if m["role"] == "tool"] == [None]
+
+
+async def test_an_over_long_comment_is_refused_before_anything_is_recorded(
+    http: httpx.AsyncClient,
+) -> None:
+    thread = "link-long-comment"
+    interrupt = await ask_approval(http, thread)
+
+    posted = await http.post(interrupt["decisionLinks"]["approve"], data={"comment": "x" * 1001})
+
+    assert posted.status_code == 422 and "too long" in posted.text
+    await still_waits(http, thread, interrupt["id"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "decisions"),
+    [
+        (None, ("approve", "deny")),
+        ({"type": "object", "properties": {"note": {"type": "string"}}}, ("approve", "deny")),
+        ({"type": "object", "required": ["seat"]}, ("deny",)),
+        ({"type": "nonsense"}, ("deny",)),
+    ],
+)
+def test_an_approve_link_is_offered_only_where_the_fixed_answer_fits(
+    schema: dict[str, Any] | None, decisions: tuple[str, ...]
+) -> None:
+    assert offered(schema) == decisions
+
+
+async def test_without_a_key_there_are_no_links_and_the_route_is_off(
+    running_stack: DevStack,
+) -> None:
+    async with httpx.AsyncClient(base_url=running_stack.url, timeout=60) as http:
+        interrupt = await ask_approval(http, "link-off")
+        token = sign(KEY, read(KEY, sign(KEY, _any_link())))
+        shown = await http.get(f"/decisions/{token}")
+
+    assert interrupt["decisionLinks"] is None
+    assert shown.status_code == 404 and "Decision links are off" in shown.text
+
+
+def _any_link() -> DecisionLink:
+    return DecisionLink(
+        thread_id="link-off",
+        owner="anonymous",
+        interrupt_id="approve-x",
+        tool_call_id="x",
+        decision="approve",
+        delivery="thread-view",
+        expires_at=datetime.now(UTC) + timedelta(hours=1),
+    )
