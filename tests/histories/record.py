@@ -16,7 +16,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from durable_agui.core.contract import (
     ContextEntry,
     DeleteRequest,
     ErrorType,
+    LinkDecision,
     MetadataRequest,
     MultitaskStrategy,
     ReconcileInput,
@@ -169,6 +170,41 @@ async def interrupt(env: WorkflowEnvironment, settings: Settings, thread: str) -
         ),
     )
     await run_events(env.client, thread, "r2")
+
+
+async def decided_by_link(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """An approval decided from a decision link (``decided_by``: taken, audited in the
+    current details and the log, remembered in the batch's ``decisions``), then a denial by
+    link with a comment."""
+    for run, decision in (("r1", "approve"), ("r3", "deny")):
+        await start_run(
+            env.client, settings, thread, run, 'call cancel_booking {"booking":"B1"}', []
+        )
+        events = await run_events(env.client, thread, run)
+        (approval,) = events[-1]["outcome"]["interrupts"]
+        by = LinkDecision(
+            link_id=f"link-{run}",
+            delivery=f"{workflow_id_for(thread)}:{run}:thread.waiting",
+            decision=decision,
+            comment="fine" if decision == "approve" else "not now",
+            decided_at=datetime(2026, 12, 4, tzinfo=UTC),
+        )
+        answered = f"r{int(run[1]) + 1}"
+        await env.client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+            AgentThreadWorkflow.submit_tool_results,
+            ToolResultsRequest(
+                run_id=answered,
+                resume=[
+                    ResumeAnswer(
+                        interrupt_id=approval["id"],
+                        status="resolved" if decision == "approve" else "cancelled",
+                        payload={} if decision == "approve" else {"comment": "not now"},
+                        decided_by=by,
+                    )
+                ],
+            ),
+        )
+        await run_events(env.client, thread, answered)
 
 
 async def continue_as_new(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -598,6 +634,7 @@ SCENARIOS: dict[str, Scenario] = {
     "abandonment": abandonment,
     "expiry": expiry,
     "interrupt": interrupt,
+    "decided_by_link": decided_by_link,
     "continue_as_new": continue_as_new,
     "cancel": cancel,
     "cancel_during_reconcile": cancel_during_reconcile,
