@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +21,7 @@ import jwt
 import pytest
 from playwright.async_api import Page, expect
 
+from durable_agui.cli.devserver import free_port
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.decision_links import DecisionLink, offered, read, sign
 from durable_agui.workflows.verdicts import DENIED
@@ -27,6 +32,8 @@ from tests.test_answer_channels import finished_runs, temporal_cli
 from tests.webhook_receiver import WebhookReceiver
 
 KEY = "decision-link-key-for-tests-0123456789"
+WEBHOOK_SECRET = "whsec-links"
+RELAY = Path(__file__).parent.parent / "examples" / "chat_relay"
 OTHER_KEY = "another-deployments-key-0123456789abcdef"
 
 
@@ -49,7 +56,7 @@ def stack(
     running.env.update(
         {
             "DURABLE_AGUI_WEBHOOK_URL": receiver.url,
-            "DURABLE_AGUI_WEBHOOK_SECRET": "whsec-links",
+            "DURABLE_AGUI_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "DURABLE_AGUI_DECISION_LINK_KEY": KEY,
             "DURABLE_AGUI_PUBLIC_URL": running.url,
         }
@@ -301,3 +308,71 @@ def _any_link() -> DecisionLink:
         delivery="thread-view",
         expires_at=datetime.now(UTC) + timedelta(hours=1),
     )
+
+
+@pytest.fixture
+def chat() -> Iterator[WebhookReceiver]:
+    """A chat's incoming webhook: records every message posted to it."""
+    running = WebhookReceiver()
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def relay(chat: WebhookReceiver) -> Iterator[str]:
+    """``examples/chat_relay`` run as its docstring says (``uvicorn relay:app``, from its
+    folder), posting to ``chat``; yields its hook's URL."""
+    port = free_port()
+    env = {"WEBHOOK_SECRET": WEBHOOK_SECRET, "CHAT_WEBHOOK_URL": chat.url, "PATH": ""}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "relay:app", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=RELAY,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(f"{url}/docs", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, "the relay exited"
+                time.sleep(0.1)
+        yield f"{url}/hooks"
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+async def test_the_chat_relay_posts_the_links_a_person_decides_from(
+    http: httpx.AsyncClient, receiver: WebhookReceiver, chat: WebhookReceiver, relay: str
+) -> None:
+    thread = "link-chat"
+    await ask_approval(http, thread)
+    delivery, body = await waiting_delivery(receiver, thread)
+    (attempt,) = [a for a in receiver.delivered() if a.headers["idempotency-key"] == delivery]
+    # The webhook's very request (body and signature), sent on to the relay, twice (a retry).
+    headers = {
+        name: attempt.headers[name]
+        for name in ("content-type", "idempotency-key", "x-durable-agui-event",
+                     "x-durable-agui-signature")
+    }  # fmt: skip
+    async with httpx.AsyncClient() as client:
+        first = await client.post(relay, content=attempt.body, headers=headers)
+        retried = await client.post(relay, content=attempt.body, headers=headers)
+        forged = await client.post(
+            relay, content=attempt.body.replace(b"BK-7", b"BK-8"), headers=headers
+        )
+
+    assert (first.status_code, retried.status_code, forged.status_code) == (204, 204, 401)
+    (message,) = [json.loads(a.body)["text"] for a in chat.attempts]
+    links = body["interrupts"][0]["decisionLinks"]
+    assert f"<{links['approve']}|Approve>" in message and f"<{links['deny']}|Deny>" in message
+    assert '"booking": "BK-7"' in message
+    decided = await http.post(links["deny"], data={"comment": "from the chat"})
+    assert decided.status_code == 200 and "Recorded: denied" in decided.text

@@ -62,6 +62,7 @@ from durable_agui.core.contract import (
     UserInput,
     workflow_id_for,
 )
+from durable_agui.core.decision_links import Decision
 from durable_agui.core.settings import Settings
 from durable_agui.sessions.store import Writer
 from durable_agui.worker import (
@@ -176,7 +177,8 @@ async def decided_by_link(env: WorkflowEnvironment, settings: Settings, thread: 
     """An approval decided from a decision link (``decided_by``: taken, audited in the
     current details and the log, remembered in the batch's ``decisions``), then a denial by
     link with a comment."""
-    for run, decision in (("r1", "approve"), ("r3", "deny")):
+    decisions: list[tuple[str, Decision]] = [("r1", "approve"), ("r3", "deny")]
+    for run, decision in decisions:
         await start_run(
             env.client, settings, thread, run, 'call cancel_booking {"booking":"B1"}', []
         )
