@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_agui.testing import AgentTestEnvironment, FrontendTool, NoRunStarted
+from durable_agui.testing import AgentTestEnvironment, FrontendTool, NoRunStarted, RunResult
 from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING
 
 pytest_plugins = ["durable_agui.testing.pytest_plugin"]
@@ -68,3 +68,13 @@ def test_a_missing_test_server_names_the_install_line(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "TestServerMissing: temporal-test-server is not installed" in done.stderr
     assert "pip install 'durable-agui[testing]'" in done.stderr
+
+
+STARTED = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+TEXT = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+
+
+@pytest.mark.parametrize("events", [[], [STARTED], [STARTED, TEXT]], ids=["none", "started", "cut"])
+def test_a_stream_without_its_terminal_event_is_not_a_run(events: list[dict[str, str]]) -> None:
+    with pytest.raises(ValueError, match="not a whole run"):
+        RunResult("t", "r", list(events))

@@ -58,6 +58,13 @@ class RunResult:
     run_id: str
     events: list[dict[str, Any]]
 
+    def __post_init__(self) -> None:
+        """Raises ``ValueError`` for a stream cut short: a run's stream starts with
+        ``RUN_STARTED`` and ends with its terminal event (AG-UI 1.0's run lifecycle)."""
+        kinds = [event["type"] for event in self.events]
+        if not kinds or kinds[0] != "RUN_STARTED" or kinds[-1] not in TERMINAL:
+            raise ValueError(f"run {self.run_id!r} streamed {kinds}: not a whole run")
+
     @property
     def finished(self) -> bool:
         """Whether the run ended with ``RUN_FINISHED`` (not ``RUN_ERROR``)."""
