@@ -193,14 +193,15 @@ def packaging_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 @pytest.fixture(scope="module")
 def example_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Path]:
-    """A fresh venv with the checkout and ``examples/travel`` installed (not editable), and
-    the example's folder (in a copy of the checkout) to run it from."""
+    """A fresh venv with the checkout (its ``testing`` extra: the test kit's dependencies)
+    and ``examples/travel`` (its ``test`` extra) installed, not editable, and the example's
+    folder (in a copy of the checkout) to run it from."""
     folder = tmp_path_factory.mktemp("example")
     checkout = copy_checkout(folder)
     example = checkout / "examples" / "travel"
     venv = Venv(folder / "venv")
-    venv.pip_install(checkout)
-    venv.pip_install(example)
+    venv.pip_install(f"{checkout}[testing]")
+    venv.pip_install(f"{example}[test]")
     return venv, example
 
 

@@ -1,16 +1,22 @@
 """``examples/travel`` installed in a fresh venv and served both ways: by ``durable-agui dev
 --agents agents`` started in its folder, and by its own worker and FastAPI app (the threads
-API under ``/ai``). The venv and the first stack take 30-40 s (pip resolves everything
-again, from its cache), the second stack about 3 s, each scenario under a second."""
+API under ``/ai``); and its own tests (``durable_agui.testing``) run from that install. The
+venv and the first stack take 30-40 s (pip resolves everything again, from its cache), the
+second stack about 3 s, each scenario under a second."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from durable_agui.core.contract import FrontendTool
-from tests.fresh_venv import ProjectStack
+from tests.fresh_venv import ProjectStack, Venv
 from tests.stack import DevStack
 from tests.support import parse_sse, post_run, run_input, text_of, user, waiting_call_ids
 
@@ -180,3 +186,32 @@ async def test_errors_answer_the_documented_body(travel: str) -> None:
     assert not_json.status_code in (415, 422), not_json.text
     for answer in (unknown, missing, not_json):
         assert set(answer.json()["detail"]) >= {"type", "message"}, answer.text
+
+
+EXAMPLE_TESTS = {
+    "test_an_approved_booking_runs_with_the_chosen_seat",
+    "test_a_denied_booking_is_not_made",
+    "test_the_client_confirms_the_booking",
+    "test_an_unanswered_confirmation_expires_after_24_hours",
+}
+
+
+def test_the_examples_own_tests_pass_from_an_install(example_venv: tuple[Venv, Path]) -> None:
+    venv, example = example_venv
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    command = [venv.python, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [*command, "--durations=0", "--durations-min=0"],
+        cwd=example,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    # Measured, not asserted (speed belongs in a benchmark): shown with -s.
+    print(f"example tests: {time.monotonic() - started:.2f} s wall\n{done.stdout}")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(rf"^{len(EXAMPLE_TESTS)} passed in ", done.stdout, re.MULTILINE), done.stdout
+    ran = set(re.findall(r"^\S+s call +tests/test_travel\.py::(\w+)$", done.stdout, re.MULTILINE))
+    assert ran == EXAMPLE_TESTS, done.stdout

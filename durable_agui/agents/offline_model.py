@@ -1,6 +1,7 @@
 """A deterministic Strands model that needs no network and no credentials.
 
-Behaviour (documented in the README, relied on by the tests):
+Behaviour (documented in ``docs/getting-started/demo-agent.md`` and, as the script a test
+writes, in ``docs/guides/testing.md``; relied on by the tests):
 
 - When the latest message carries tool results, it answers with one line per result,
   ``<tool> -> <status>: <content>``, in the order of the results. Text blocks are copied
@@ -131,7 +132,20 @@ def reasoning_signature(text: str) -> str:
 
 
 class OfflineModel(Model):
-    """A real Strands ``Model`` whose replies follow the rules in this module's docstring."""
+    """A real Strands ``Model`` that reads its script from the conversation, so a turn is
+    deterministic and needs no network or credentials:
+
+    - the latest message carries tool results: one line per result,
+      ``<tool> -> <status>: <content>``, then ``echo: <text>`` if it carries user text too;
+    - else each line ``call <tool> <json object>`` of the latest user text is a tool call
+      (several lines: parallel calls in one message);
+    - else ``echo: <text>``;
+    - lines ``think <text>`` / ``think-redacted <text>`` add reasoning blocks before it.
+
+    ``first_chunk_delay_ms`` and ``chunk_delay_ms`` (milliseconds): pauses before the first
+    chunk and between chunks, to look like a real model. The rules in full: this module's
+    docstring.
+    """
 
     def __init__(self, *, first_chunk_delay_ms: float = 0.0, chunk_delay_ms: float = 0.0) -> None:
         self.config: dict[str, Any] = {

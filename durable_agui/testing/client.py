@@ -1,0 +1,259 @@
+"""The verbs of the protocol, for a test: ``AgentTestClient``.
+
+Runs are AG-UI runs (``POST /agents/{agent}``); answers, approvals and denials go through
+the REST trigger (``POST /threads/{id}/tool-results``, the same rules as a ``role:tool``
+message or a ``resume`` entry in a run: ``docs/concepts/answers.md``), and the run they
+start is read from its ``eventsUrl``; time moves only when a test skips it (Temporal's
+time-skipping test server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agui.core.contract import FrontendTool
+from durable_agui.testing.errors import AgentApiError, NoRunStarted
+from durable_agui.testing.results import RunResult, parse_sse
+
+Interrupt = dict[str, Any] | str
+"""An approval to answer: an entry of ``RunResult.interrupts``, or its ``id``."""
+
+SETTLE_S = 30.0
+"""How long (real time) ``skip_until_expired`` waits for the thread to close its expired
+calls once their deadline has passed: a workflow task and an activity that writes the
+results, which run in real time."""
+
+
+def _checked(response: httpx.Response) -> httpx.Response:
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"detail": {"type": None, "message": response.text}}
+        raise AgentApiError(response.status_code, body)
+    return response
+
+
+def _content(content: Any) -> Any:
+    """A tool result's content as the API takes it: text or content parts as given, any
+    other JSON value as its JSON text (``{"approved": true}`` -> ``'{"approved": true}'``)."""
+    return content if isinstance(content, str | list) else json.dumps(content)
+
+
+class AgentTestClient:
+    """Talks to one durable-agui app as a client does, on a time-skipping server.
+
+    ``http``: an ``httpx.AsyncClient`` for the app (its base URL the API's root);
+    ``temporal``: the ``WorkflowEnvironment`` the app's threads run on; ``agent``: the
+    agent ``run`` talks to when it names none (``None``: it must name one).
+
+    Every verb raises ``AgentApiError`` when the API answers with an error status.
+    """
+
+    def __init__(
+        self, http: httpx.AsyncClient, temporal: WorkflowEnvironment, agent: str | None
+    ) -> None:
+        self.http = http
+        self.temporal = temporal
+        self.agent = agent
+
+    async def run(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        agent: str | None = None,
+        tools: Sequence[FrontendTool] = (),
+        state: dict[str, Any] | None = None,
+    ) -> RunResult:
+        """Send the user message ``text`` to ``thread_id`` (the thread starts on its first
+        run) in an AG-UI run, with the frontend tools ``tools``, and read the run to its
+        end (``RUN_FINISHED`` or ``RUN_ERROR``).
+
+        ``agent``: default ``self.agent``; ``state``: the run's ``state`` (default ``{}``:
+        the thread keeps its own). The offline model reads ``text`` as its script.
+
+        Raises:
+            ValueError: no agent named and more than one served.
+            AgentApiError: the run refused (404 unknown agent, 409, 422, ...).
+        """
+        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        body = {
+            "threadId": thread_id,
+            "runId": run_id,
+            "messages": [{"id": f"{run_id}-user", "role": "user", "content": text}],
+            "tools": [tool.model_dump(exclude_none=True) for tool in tools],
+            "context": [],
+            "state": state or {},
+            "forwardedProps": {},
+        }
+        response = await self.http.post(f"/agents/{self._agent(agent)}", json=body)
+        return RunResult(thread_id, run_id, parse_sse(_checked(response).text))
+
+    def _agent(self, agent: str | None) -> str:
+        chosen = agent or self.agent
+        if chosen is None:
+            raise ValueError("several agents are served: name one with agent=...")
+        return chosen
+
+    async def answer(
+        self, thread_id: str, tool_call_id: str, content: Any, *, error: str | None = None
+    ) -> RunResult:
+        """Answer the frontend call ``tool_call_id`` (a wire id, as in
+        ``RunResult.pending_tool_call_ids``) with ``content`` (text, AG-UI content parts, or
+        any JSON value, sent as its JSON text); ``error``: the call failed, with this
+        message. Returns the run the answer starts.
+
+        Raises:
+            NoRunStarted: other calls of the batch still wait.
+            AgentApiError: 409 ``UnknownToolCall``, ``ToolCallExpired``,
+                ``ConflictingToolResult``, ...
+        """
+        result: dict[str, Any] = {"toolCallId": tool_call_id, "content": _content(content)}
+        if error is not None:
+            result["error"] = error
+        return await self._continue(thread_id, {"results": [result]})
+
+    async def approve(self, thread_id: str, interrupt: Interrupt, payload: Any = None) -> RunResult:
+        """Approve ``interrupt`` (AG-UI resume status ``resolved``) with ``payload`` (what
+        the approved tool reads as ``invocation_state["approval"]``; checked against the
+        interrupt's ``responseSchema``). Returns the run that runs the tool.
+
+        Raises:
+            NoRunStarted: other approvals or calls of the batch still wait.
+            AgentApiError: 409 for an unknown or closed interrupt, 422 for a payload
+                that does not fit the schema.
+        """
+        return await self._continue(
+            thread_id, {"resume": [_resume(interrupt, "resolved", payload)]}
+        )
+
+    async def deny(self, thread_id: str, interrupt: Interrupt) -> RunResult:
+        """Deny ``interrupt`` (AG-UI resume status ``cancelled``): the tool does not run and
+        the model reads that it was denied. Returns the run that follows.
+
+        Raises:
+            NoRunStarted, AgentApiError: as ``approve``.
+        """
+        return await self._continue(thread_id, {"resume": [_resume(interrupt, "cancelled")]})
+
+    async def send_answers(
+        self,
+        thread_id: str,
+        results: Sequence[dict[str, Any]] = (),
+        resume: Sequence[dict[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """Post answers as they are (``POST /threads/{id}/tool-results``: ``results`` of
+        ``{"toolCallId", "content", "error"?}``, ``resume`` of ``{"interruptId", "status",
+        "payload"?}``) and return the API's answer (``accepted``, ``acknowledged``,
+        ``stillPending``, ``runId``, ``eventsUrl``) without reading a run: for answering a
+        batch in parts.
+
+        Raises:
+            AgentApiError: as ``answer``.
+        """
+        body = {"results": list(results), "resume": list(resume)}
+        response = await self.http.post(f"/threads/{thread_id}/tool-results", json=body)
+        answered: dict[str, Any] = _checked(response).json()
+        return answered
+
+    async def run_events(self, thread_id: str, run_id: str) -> RunResult:
+        """Run ``run_id`` of ``thread_id`` from its first event to its end
+        (``GET /threads/{id}/runs/{runId}/events``), however long ago it started.
+
+        Raises:
+            AgentApiError: 404 no such thread or run.
+        """
+        response = await self.http.get(f"/threads/{thread_id}/runs/{run_id}/events")
+        return RunResult(thread_id, run_id, parse_sse(_checked(response).text))
+
+    async def _continue(self, thread_id: str, body: dict[str, Any]) -> RunResult:
+        answered = await self.send_answers(
+            thread_id, body.get("results", ()), body.get("resume", ())
+        )
+        if answered["runId"] is None:
+            raise NoRunStarted(thread_id, answered["stillPending"])
+        return await self.run_events(thread_id, answered["runId"])
+
+    async def thread(self, thread_id: str) -> dict[str, Any]:
+        """What the thread is now: the ``GET /threads/{id}`` body (``status``:
+        ``idle``, ``running``, ``awaiting_tool_results`` or ``awaiting_approval``;
+        ``pendingToolCalls`` and ``interrupts`` with their ``expiresAt``; ``state``).
+
+        Raises:
+            AgentApiError: 404 ``ThreadNotFound``.
+        """
+        view: dict[str, Any] = _checked(await self.http.get(f"/threads/{thread_id}")).json()
+        return view
+
+    async def messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's history as AG-UI messages (``GET /threads/{id}/messages``): user,
+        assistant (with ``toolCalls``) and ``role:"tool"`` messages, tool call ids as wire
+        ids.
+
+        Raises:
+            AgentApiError: 404 ``ThreadNotFound``, 503 when the store is away.
+        """
+        response = await self.http.get(f"/threads/{thread_id}/messages")
+        messages: list[dict[str, Any]] = _checked(response).json()["messages"]
+        return messages
+
+    async def now(self) -> datetime:
+        """The test server's clock (UTC): real time plus every skip so far."""
+        return await self.temporal.get_current_time()
+
+    async def skip(self, duration: timedelta) -> None:
+        """Move the test server's clock ``duration`` ahead, firing every durable timer due
+        meanwhile (answer deadlines, time-to-live, schedules) in order. Activities (the
+        model's turns, the store's writes) still take real time."""
+        await self.temporal.sleep(duration)
+
+    async def skip_until_expired(self, thread_id: str) -> dict[str, Any]:
+        """Skip past the last deadline of the calls and approvals ``thread_id`` waits on
+        (their ``expiresAt``: ``Settings.answer_timeout_s`` after the run that made them,
+        24 h by default), then wait (real time, at most ``SETTLE_S``) until the thread has
+        closed them. Returns the thread as ``thread`` does, then.
+
+        Raises:
+            ValueError: the thread waits on nothing.
+            TimeoutError: the calls were still open ``SETTLE_S`` after their deadline.
+        """
+        waiting = _waiting(await self.thread(thread_id))
+        if not waiting:
+            raise ValueError(f"thread {thread_id!r} waits on no call or approval")
+        deadline = max(waiting.values())
+        await self.skip(deadline - await self.now() + timedelta(seconds=1))
+        settle_until = time.monotonic() + SETTLE_S
+        while time.monotonic() < settle_until:
+            view = await self.thread(thread_id)
+            if not waiting.keys() & _waiting(view).keys():
+                return view
+            await asyncio.sleep(0.01)
+        raise TimeoutError(f"thread {thread_id!r} still waits on {sorted(waiting)}")
+
+
+def _resume(interrupt: Interrupt, status: str, payload: Any = None) -> dict[str, Any]:
+    interrupt_id = interrupt if isinstance(interrupt, str) else interrupt["id"]
+    return {"interruptId": interrupt_id, "status": status, "payload": payload}
+
+
+def _waiting(view: dict[str, Any]) -> dict[str, datetime]:
+    """The unanswered calls and approvals of a thread view, id -> deadline."""
+    open_items = [
+        *((c["toolCallId"], c) for c in view["pendingToolCalls"]),
+        *((i["id"], i) for i in view["interrupts"]),
+    ]
+    return {
+        item_id: datetime.fromisoformat(item["expiresAt"])
+        for item_id, item in open_items
+        if not item["answered"]
+    }
