@@ -125,13 +125,14 @@ class AgentTestClient:
 
     async def approve(self, thread_id: str, interrupt: Interrupt, payload: Any = None) -> RunResult:
         """Approve ``interrupt`` (AG-UI resume status ``resolved``) with ``payload`` (what
-        the approved tool reads as ``invocation_state["approval"]``; checked against the
-        interrupt's ``responseSchema``). Returns the run that runs the tool.
+        the approved tool reads as ``invocation_state["approval"]``; the interrupt's
+        ``responseSchema`` describes it to a client, and the server does not check it).
+        Returns the run that runs the tool.
 
         Raises:
             NoRunStarted: other approvals or calls of the batch still wait.
-            AgentApiError: 409 for an unknown or closed interrupt, 422 for a payload
-                that does not fit the schema.
+            AgentApiError: 409 for an unknown, closed or differently answered interrupt;
+                413 for a payload over the batch's budget.
         """
         return await self._continue(
             thread_id, {"resume": [_resume(interrupt, "resolved", payload)]}
