@@ -148,6 +148,13 @@ async def test_a_person_approves_from_the_webhooks_link_once(
     (answers,) = [json.loads(base64.b64decode(arg["data"])) for arg in update["args"]["payloads"]]
     assert answers["resume"][0]["decided_by"]["link_id"] == decision["linkId"]
     assert answers["resume"][0]["decided_by"]["delivery"] == delivery
+    summaries = [
+        json.loads(base64.b64decode(e["userMetadata"]["summary"]["data"]))
+        for e in json.loads(history)["events"]
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED" and "userMetadata" in e
+    ]
+    by_link = f"(approve by link {decision['linkId']} from {delivery})"
+    assert [s for s in summaries if by_link in s and "run approved cancel_booking" in s]
     details = temporal_cli(
         stack, "workflow", "metadata", "--workflow-id", workflow_id, "-o", "json"
     )

@@ -6,6 +6,7 @@ Workflow code (deterministic): called from ``AgentThreadWorkflow`` only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 from temporalio import workflow
@@ -21,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         AppendInput,
         ApprovedCall,
         ErrorType,
+        LinkDecision,
         NativeToolResult,
         ReconcileInput,
         ReconcileOutput,
@@ -58,11 +60,12 @@ class LocalActivityFailed(Exception):
 
 
 def start_reconcile(
-    request: ReconcileInput, wire_ids: dict[str, str]
+    request: ReconcileInput, wire_ids: dict[str, str], links: Links | None = None
 ) -> workflow.ActivityHandle[ReconcileOutput]:
     """Start ``reconcile_session`` (heartbeats; retried until the store takes the write).
 
-    ``wire_ids``: native id -> wire id of the results' calls, for the summary."""
+    ``wire_ids``: native id -> wire id of the results' calls, and ``links``: the decisions
+    by link by wire id, for the summary."""
     return workflow.start_activity(
         "reconcile_session",
         request,
@@ -70,7 +73,7 @@ def start_reconcile(
         start_to_close_timeout=RECONCILE_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
         retry_policy=RECONCILE_RETRY,
-        summary="reconcile " + ", ".join(_named(r, wire_ids) for r in request.results),
+        summary="reconcile " + ", ".join(_named(r, wire_ids, links) for r in request.results),
     )
 
 
@@ -182,16 +185,20 @@ def answers_wait_for_the_store(err: ActivityError) -> bool:
 
 
 def start_turn(
-    request: TurnInput, trace_id: str | None = None, wire_ids: dict[str, str] | None = None
+    request: TurnInput,
+    trace_id: str | None = None,
+    wire_ids: dict[str, str] | None = None,
+    links: Links | None = None,
 ) -> workflow.ActivityHandle[TurnOutput]:
     """Start ``run_turn`` (heartbeats; a cancel waits for the turn to stop at a safe point)
     on the agent's task queue (``turn_task_queue``).
     ``trace_id``: the run's trace, named in the summary (find the run's spans by it);
-    ``wire_ids``: native id -> wire id of the answers it writes, for the summary."""
-    approved = "".join(f", run approved {_named_call(a)}" for a in request.approved)
+    ``wire_ids``: native id -> wire id of the answers it writes, and ``links``: the
+    decisions by link by wire id, for the summary."""
+    approved = "".join(f", run approved {_named_call(a, links)}" for a in request.approved)
     if request.answers is not None and request.answers.results:
         approved += ", reconcile " + ", ".join(
-            _named(r, wire_ids or {}) for r in request.answers.results
+            _named(r, wire_ids or {}, links) for r in request.answers.results
         )
     return workflow.start_activity(
         "run_turn",
@@ -218,9 +225,22 @@ def turn_task_queue(agent: str) -> str | None:
     return agent_task_queue(workflow.info().task_queue, agent)
 
 
-def _named(result: NativeToolResult, wire_ids: dict[str, str]) -> str:
-    return f"{result.tool_name} {wire_ids.get(result.native_id, '?')}={result.native_id}"
+Links = Mapping[str, LinkDecision]
+"""Approvals decided from a decision link, by wire id (``ToolCallBatch.decisions``)."""
 
 
-def _named_call(call: ApprovedCall) -> str:
-    return f"{call.tool_name} {call.wire_id}={call.native_id}"
+def _named(result: NativeToolResult, wire_ids: dict[str, str], links: Links | None) -> str:
+    wire_id = wire_ids.get(result.native_id, "?")
+    return f"{result.tool_name} {wire_id}={result.native_id}{_by_link(wire_id, links)}"
+
+
+def _named_call(call: ApprovedCall, links: Links | None) -> str:
+    return f"{call.tool_name} {call.wire_id}={call.native_id}{_by_link(call.wire_id, links)}"
+
+
+def _by_link(wire_id: str, links: Links | None) -> str:
+    """The audit in a summary: which link decided the call, from which delivery."""
+    decision = (links or {}).get(wire_id)
+    if decision is None:
+        return ""
+    return f" ({decision.decision} by link {decision.link_id} from {decision.delivery})"

@@ -354,7 +354,7 @@ class RunSteps:
     async def _await_turn(self, run: RunRequest, turn: TurnInput) -> TurnOutput:
         """Run the turn's activity; a cancel that stopped it is ``RunCancelled``."""
         self._turn_activity = steps.start_turn(
-            turn, self._book.run_trace_ids.get(run.run_id), self._wire_ids()
+            turn, self._book.run_trace_ids.get(run.run_id), self._wire_ids(), self._batch.decisions
         )
         try:
             return await self._turn_activity
@@ -433,7 +433,7 @@ class RunSteps:
         request = self._answers(user_messages)
         if request is None:
             return False
-        handle = steps.start_reconcile(request, self._wire_ids())
+        handle = steps.start_reconcile(request, self._wire_ids(), self._batch.decisions)
         if cancellable:
             self._reconcile_activity = handle
         try:
