@@ -23,7 +23,13 @@ from playwright.async_api import Page, expect
 
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.contract import workflow_id_for
-from durable_agui.core.decision_links import DecisionLink, offered, read, sign
+from durable_agui.core.decision_links import (
+    DecisionLink,
+    approval_payload,
+    offered,
+    read,
+    sign,
+)
 from durable_agui.workflows.verdicts import DENIED
 from tests.browser import shot
 from tests.stack import DevStack
@@ -114,10 +120,16 @@ async def test_a_person_approves_from_the_webhooks_link_once(
     assert set(sent["decisionLinks"]) == {"approve", "deny"}
     approve = sent["decisionLinks"]["approve"]
 
+    # Each link holds its own decision only: the deny link's page cannot approve.
+    await page.goto(sent["decisionLinks"]["deny"])
+    await expect(page.locator("button")).to_have_count(1)
+    await expect(page.locator("button.deny")).to_have_text("Deny")
     response = await page.goto(approve)
     assert response is not None and response.status == 200
+    await expect(page.locator("h1")).to_have_text("Approve: cancel_booking?")
     await expect(page.locator("#question")).to_have_text(interrupt["message"])
     await expect(page.locator("#arguments")).to_contain_text('"booking": "BK-7"')
+    await expect(page.locator("button")).to_have_count(1)
     await shot(page, "decision-link-1-confirm")
     await page.locator("textarea[name=comment]").fill("fine, go ahead")
     await page.locator("button.approve").click()
@@ -148,6 +160,8 @@ async def test_a_person_approves_from_the_webhooks_link_once(
     (answers,) = [json.loads(base64.b64decode(arg["data"])) for arg in update["args"]["payloads"]]
     assert answers["resume"][0]["decided_by"]["link_id"] == decision["linkId"]
     assert answers["resume"][0]["decided_by"]["delivery"] == delivery
+    # The comment is the approval's payload too: the demo's schema accepts it.
+    assert answers["resume"][0]["payload"] == {"comment": "fine, go ahead"}
     summaries = [
         json.loads(base64.b64decode(e["userMetadata"]["summary"]["data"]))
         for e in json.loads(history)["events"]
@@ -276,6 +290,22 @@ async def test_an_over_long_comment_is_refused_before_anything_is_recorded(
 
     assert posted.status_code == 422 and "too long" in posted.text
     await still_waits(http, thread, interrupt["id"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "payload"),
+    [
+        (None, {"comment": "ok"}),
+        ({"type": "object", "properties": {"note": {"type": "string"}}}, {"comment": "ok"}),
+        ({"type": "object", "additionalProperties": False}, {}),
+        ({"type": "object", "properties": {"comment": {"type": "integer"}}}, {}),
+    ],
+)
+def test_an_approvals_comment_is_its_payload_where_the_schema_takes_it(
+    schema: dict[str, Any] | None, payload: dict[str, Any]
+) -> None:
+    assert approval_payload(schema, "ok") == payload
+    assert approval_payload(schema, None) == {}
 
 
 @pytest.mark.parametrize(

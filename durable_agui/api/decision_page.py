@@ -13,7 +13,6 @@ escaped: the arguments and the question are the model's and the agent author's w
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -58,34 +57,26 @@ def refusal(status: int, title: str, why: str) -> HTMLResponse:
     return page(status, title, f'<p id="why">{escape(why)}</p><p>Nothing was changed.</p>')
 
 
-@dataclass(frozen=True)
-class Choice:
-    """A decision the page offers: its label and the path of its link (relative to the
-    page's own, so it keeps any prefix the API is mounted at)."""
-
-    decision: Decision
-    action: str
-
-
-def confirmation(interrupt: OpenInterrupt, choices: list[Choice], expires: str) -> HTMLResponse:
-    """The confirmation page of an open approval: the question, the tool and its arguments,
-    a comment box and one button per decision offered. ``GET`` shows it; only the button's
-    ``POST`` records (mail scanners open links)."""
-    buttons = "".join(
-        f'<button class="{c.decision}" type="submit" formaction="{escape(c.action)}">'
-        f"{LABELS[c.decision]}</button>"
-        for c in choices
-    )
+def confirmation(
+    interrupt: OpenInterrupt, decision: Decision, action: str, expires: str
+) -> HTMLResponse:
+    """The confirmation page of an open approval, for a link bound to ``decision``: the
+    question, the tool and its arguments, a comment box and the decision's button, whose
+    form posts to ``action`` (the link, relative to the page). ``GET`` shows it; only the
+    button's ``POST`` records (mail scanners open links)."""
+    other = "deny" if decision == "approve" else "approve"
     body = (
         f'<p id="question">{escape(interrupt.message)}</p>'
         f"<p>Tool <code>{escape(interrupt.tool_name)}</code>, arguments:</p>"
         f'<pre id="arguments">{escape(_arguments(interrupt))}</pre>'
-        f'<form method="post" action="{escape(choices[0].action)}">'
+        f'<form method="post" action="{escape(action)}">'
         f'<label>Comment (optional)<br><textarea name="comment" maxlength="{MAX_COMMENT}">'
-        f"</textarea></label><br>{buttons}</form>"
-        f"<p>This link works once, until {escape(expires)}.</p>"
+        f'</textarea></label><br><button class="{decision}" type="submit">'
+        f"{LABELS[decision]}</button></form>"
+        f"<p>This link records this decision only (to {other}, use that link), once, "
+        f"until {escape(expires)}.</p>"
     )
-    return page(200, "A decision is asked of you", body)
+    return page(200, f"{LABELS[decision]}: {interrupt.tool_name}?", body)
 
 
 def recorded(decision: Decision, comment: str | None) -> HTMLResponse:

@@ -1,4 +1,4 @@
-"""Decision links: a waiting approval decided from one click in an e-mail or a chat message,
+"""Decision links: a waiting approval decided from a link in an e-mail or a chat message,
 with no credential but the link itself.
 
 The rule (ours, docs "Decision links"): a link is a JSON Web Token (RFC 7519, HS256 under
@@ -9,7 +9,9 @@ call's wire id), the decision (``approve`` or ``deny``) and the delivery that ca
 expiring with the approval (``exp`` = its ``expiresAt``). A token altered in any claim, or
 signed with another key, does not verify. An ``approve`` link exists only where the
 approval's ``responseSchema`` accepts the fixed answer ``{}`` (the person picks nothing on
-the page); a ``deny`` link always does. A link works once: the thread judges its decision
+the page); a ``deny`` link always does. Each link records its own decision only: its page
+offers no other. A person's comment is the payload's ``comment`` (a denial's always, an
+approval's where the schema accepts it). A link works once: the thread judges its decision
 as every other answer, and remembers which link decided (``LinkDecision.link_id``).
 
 Pure: no I/O; PyJWT signs and verifies, ``jsonschema`` judges the fixed answer.
@@ -144,13 +146,27 @@ def offered(response_schema: dict[str, Any] | None) -> tuple[Decision, ...]:
     """The decisions an approval gets links for: ``deny`` always, ``approve`` where
     ``response_schema`` accepts ``FIXED_ANSWER`` (a schema that is not valid JSON Schema
     accepts nothing)."""
+    return DECISIONS if _accepts(response_schema, FIXED_ANSWER) else ("deny",)
+
+
+def approval_payload(response_schema: dict[str, Any] | None, comment: str | None) -> Any:
+    """What an ``approve`` link records as the resume payload (what the approved tool reads
+    as ``invocation_state["approval"]``): ``{"comment": comment}`` when there is a comment
+    and ``response_schema`` accepts it, else ``FIXED_ANSWER`` (the comment is then in the
+    audit only)."""
+    if comment and _accepts(response_schema, {"comment": comment}):
+        return {"comment": comment}
+    return dict(FIXED_ANSWER)
+
+
+def _accepts(response_schema: dict[str, Any] | None, payload: Any) -> bool:
     if response_schema is None:
-        return DECISIONS
+        return True
     try:
-        jsonschema.validate(FIXED_ANSWER, response_schema)
+        jsonschema.validate(payload, response_schema)
     except (jsonschema.ValidationError, jsonschema.SchemaError):
-        return ("deny",)
-    return DECISIONS
+        return False
+    return True
 
 
 def links(

@@ -45,7 +45,10 @@ def _checked(response: httpx.Response) -> httpx.Response:
 
 def _content(content: Any) -> Any:
     """A tool result's content as the API takes it: text or content parts as given, any
-    other JSON value as its JSON text (``{"approved": true}`` -> ``'{"approved": true}'``)."""
+    other JSON value as its JSON text (``{"approved": true}`` -> ``'{"approved": true}'``),
+    ``None`` as no content."""
+    if content is None:
+        return ""  # no content (an error alone, say): not the JSON text "null"
     return content if isinstance(content, str | list) else json.dumps(content)
 
 

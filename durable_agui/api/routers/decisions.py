@@ -1,9 +1,10 @@
 """``/decisions/{token}``: an approval decided from a decision link, by a person with no other
 credential (``durable_agui.core.decision_links`` has the rule).
 
-``GET`` shows the confirmation page and changes nothing (mail scanners and chat previews
-open links); ``POST`` (the page's form: ``comment``, optional, at most ``MAX_COMMENT``
-characters) records the link's decision through the same judgement as every other answer
+``GET`` shows the confirmation page of the link's own decision (a link bound to ``deny``
+cannot approve: whoever holds it holds that decision only) and changes nothing (mail
+scanners and chat previews open links); ``POST`` (the page's form: ``comment``, optional,
+at most ``MAX_COMMENT`` characters) records the link's decision through the same judgement as every other answer
 (the ``submit_tool_results`` update, as the thread's owner), with ``decided_by`` naming the
 link and its delivery: the thread's history, its Temporal UI details and its messages show
 it. A link works once: a second use, an expired, forged or altered link, and a link whose
@@ -22,7 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from durable_agui.api import decision_page
-from durable_agui.api.decision_page import Choice, refusal
+from durable_agui.api.decision_page import refusal
 from durable_agui.api.deps import SettingsDep, TemporalDep
 from durable_agui.client import submit_tool_results, thread_state
 from durable_agui.core.contract import (
@@ -33,13 +34,11 @@ from durable_agui.core.contract import (
     ToolResultsRequest,
 )
 from durable_agui.core.decision_links import (
-    FIXED_ANSWER,
     MAX_COMMENT,
     DecisionLink,
     LinkRefused,
-    offered,
+    approval_payload,
     read,
-    sign,
 )
 from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.settings import Settings
@@ -58,16 +57,13 @@ class PageRefusal(Exception):
 async def show_decision(token: str, settings: SettingsDep, client: TemporalDep) -> HTMLResponse:
     """The confirmation page of the link's approval, or the page that says why not."""
     try:
-        key, link = _link(settings, token)
+        _, link = _link(settings, token)
         interrupt = _waiting(await _state(client, link), link)
     except PageRefusal as refused:
         return refused.response
-    choices = [
-        Choice(decision, sign(key, link.sibling(decision)))
-        for decision in offered(interrupt.response_schema)
-    ]
     expires = link.expires_at.strftime("%d %B %Y, %H:%M UTC")
-    return decision_page.confirmation(interrupt, choices, expires)
+    # The form posts to this very link (relative: it keeps any prefix the API is under).
+    return decision_page.confirmation(interrupt, link.decision, token, expires)
 
 
 @router.post("/{token}", response_class=HTMLResponse)
@@ -78,13 +74,15 @@ async def record_decision(
     try:
         comment = _comment(await request.body())
         _, link = _link(settings, token)
-        _waiting(await _state(client, link), link)
-        return await _record(client, link, comment)
+        interrupt = _waiting(await _state(client, link), link)
+        return await _record(client, link, interrupt, comment)
     except PageRefusal as refused:
         return refused.response
 
 
-async def _record(client: TemporalDep, link: DecisionLink, comment: str | None) -> HTMLResponse:
+async def _record(
+    client: TemporalDep, link: DecisionLink, interrupt: OpenInterrupt, comment: str | None
+) -> HTMLResponse:
     decided_by = LinkDecision(
         link_id=link.link_id,
         delivery=link.delivery,
@@ -92,12 +90,14 @@ async def _record(client: TemporalDep, link: DecisionLink, comment: str | None) 
         comment=comment,
         decided_at=datetime.now(UTC),
     )
-    # A denial's comment is its payload too: the model reads it with the "declined" result.
+    # The comment is the payload's too: a denial's reaches the model with the "declined"
+    # result, an approval's the tool (invocation_state["approval"]) where the schema allows.
     denied = {"comment": comment} if comment else None
+    approved = approval_payload(interrupt.response_schema, comment)
     answer = ResumeAnswer(
         interrupt_id=link.interrupt_id,
         status="resolved" if link.decision == "approve" else "cancelled",
-        payload=FIXED_ANSWER if link.decision == "approve" else denied,
+        payload=approved if link.decision == "approve" else denied,
         decided_by=decided_by,
     )
     request = ToolResultsRequest(

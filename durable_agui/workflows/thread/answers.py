@@ -42,7 +42,7 @@ from durable_agui.core.contract import (
     RunRequest,
     ToolResult,
 )
-from durable_agui.workflows.verdicts import Verdict
+from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
     from durable_agui.workflows.thread.admission import ThreadView
@@ -143,7 +143,7 @@ def link_audit(resume: list[ResumeAnswer], accepted: list[str]) -> list[str]:
     """The audit lines of the resume entries taken now (``accepted``) that came from a
     decision link."""
     return [
-        decided_by_link(answer.interrupt_id, answer.decided_by)
+        decided_by_link(answer.interrupt_id.removeprefix(INTERRUPT_PREFIX), answer.decided_by)
         for answer in resume
         if answer.decided_by is not None and answer.interrupt_id in accepted
     ]
