@@ -1,6 +1,6 @@
 """``durable_agui.testing`` where the example's tests do not reach it: the demo agent served
-by default, a batch of two frontend calls answered in parts, and the error a machine
-without the test server gets."""
+by default, a batch of two frontend calls answered in parts, an approval decided from its
+decision link, and the error a machine without the test server gets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from durable_agui.testing import AgentTestEnvironment, FrontendTool, NoRunStarted, RunResult
+from durable_agui.testing import (
+    AgentApiError,
+    AgentTestEnvironment,
+    FrontendTool,
+    NoRunStarted,
+    RunResult,
+)
 from tests.support import CHOOSE_SEAT, CONFIRM_BOOKING
 
 pytest_plugins = ["durable_agui.testing.pytest_plugin"]
@@ -39,6 +45,22 @@ async def test_a_batch_answered_in_parts_starts_its_run_with_the_last_answer(
 
     assert continued.text == "confirm_booking -> success: yes\nchoose_seat -> success: 12A"
     assert continued.outcome == {"type": "success"}
+
+
+async def test_an_approval_decided_from_its_link_once() -> None:
+    async with AgentTestEnvironment(
+        decision_link_key="k" * 32, public_url="http://127.0.0.1"
+    ) as env:
+        await env.run("kit-link", 'call cancel_booking {"booking": "BK-1"}')
+        (approval,) = (await env.thread("kit-link"))["interrupts"]
+        approve = approval["decisionLinks"]["approve"]
+
+        approved = await env.decide_by_link("kit-link", approve, comment="go")
+        with pytest.raises(AgentApiError) as again:
+            await env.decide_by_link("kit-link", approve)
+
+    assert approved.tool_results == {approval["toolCallId"]: '{"cancelled": "BK-1", "note": null}'}
+    assert (again.value.status, again.value.message) == (409, "This link was already used")
 
 
 def test_a_missing_test_server_names_the_install_line(tmp_path: Path) -> None:

@@ -79,16 +79,19 @@ def confirmation(
     return page(200, f"{LABELS[decision]}: {interrupt.tool_name}?", body)
 
 
-def recorded(decision: Decision, comment: str | None) -> HTMLResponse:
-    """What a ``POST`` recorded."""
+def recorded(decision: Decision, comment: str | None, run_id: str | None) -> HTMLResponse:
+    """What a ``POST`` recorded; ``run_id``: the run it started (``data-run-id``, for a
+    test to follow), ``None`` while other answers of the batch still wait."""
     said = f"<p>Your comment: <q>{escape(comment)}</q></p>" if comment else ""
     done = "approved" if decision == "approve" else "denied"
-    return page(
-        200,
-        f"Recorded: {done}",
-        f'<p id="recorded">You {done} it. The agent goes on without you; you may close this '
-        f"page.</p>{said}",
+    goes_on = (
+        f'<p id="recorded" data-run-id="{escape(run_id)}">You {done} it. The agent goes on '
+        "without you; you may close this page.</p>"
+        if run_id
+        else f'<p id="recorded">You {done} it. The thread still waits for other answers '
+        "before it goes on; you may close this page.</p>"
     )
+    return page(200, f"Recorded: {done}", goes_on + said)
 
 
 def _arguments(interrupt: OpenInterrupt) -> str:

@@ -10,7 +10,9 @@ time-skipping test server).
 from __future__ import annotations
 
 import asyncio
+import html
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -150,6 +152,32 @@ class AgentTestClient:
         """
         return await self._continue(thread_id, {"resume": [_resume(interrupt, "cancelled")]})
 
+    async def decide_by_link(
+        self, thread_id: str, link: str, comment: str | None = None
+    ) -> RunResult:
+        """Press the button of decision link ``link`` (an entry of an interrupt's
+        ``decisionLinks`` in ``thread``, or of a ``thread.waiting`` webhook body), with
+        ``comment``, as a person on its page does (docs/guides/decision-links.md). Returns
+        the run the decision starts. The environment needs ``decision_link_key`` and
+        ``public_url="http://127.0.0.1"`` (the in-process app's address) to make links.
+
+        Raises:
+            NoRunStarted: other approvals or calls of the batch still wait.
+            AgentApiError: the page's refusal (``status``; ``message`` is its heading:
+                "This link was already used", "This link has expired", ...).
+        """
+        response = await self.http.post(link, data={"comment": comment or ""})
+        heading = re.search(r"<h1>(.*?)</h1>", response.text)
+        if response.status_code != 200:
+            message = html.unescape(heading.group(1)) if heading else response.text
+            raise AgentApiError(
+                response.status_code, {"detail": {"type": None, "message": message}}
+            )
+        run = re.search(r'data-run-id="([^"]+)"', response.text)
+        if run is None:
+            raise NoRunStarted(thread_id, _waiting_ids(await self.thread(thread_id)))
+        return await self.run_events(thread_id, html.unescape(run.group(1)))
+
     async def send_answers(
         self,
         thread_id: str,
@@ -261,3 +289,7 @@ def _waiting(view: dict[str, Any]) -> dict[str, datetime]:
         for item_id, item in open_items
         if not item["answered"]
     }
+
+
+def _waiting_ids(view: dict[str, Any]) -> list[str]:
+    return sorted(_waiting(view))

@@ -110,7 +110,7 @@ async def _record(
     if link.interrupt_id not in accepted.accepted:
         # Acknowledged: the same decision was recorded a moment ago (this link, twice).
         raise PageRefusal(_used())
-    return decision_page.recorded(link.decision, comment)
+    return decision_page.recorded(link.decision, comment, accepted.run_id)
 
 
 def _link(settings: Settings, token: str) -> tuple[str, DecisionLink]:
