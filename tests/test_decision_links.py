@@ -20,6 +20,7 @@ import httpx
 import jwt
 import pytest
 from playwright.async_api import Page, expect
+from pydantic import SecretStr, ValidationError
 
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.contract import workflow_id_for
@@ -30,6 +31,7 @@ from durable_agui.core.decision_links import (
     read,
     sign,
 )
+from durable_agui.core.settings import Settings
 from durable_agui.workflows.verdicts import DENIED
 from tests.browser import shot
 from tests.stack import DevStack
@@ -315,6 +317,8 @@ def test_an_approvals_comment_is_its_payload_where_the_schema_takes_it(
         ({"type": "object", "properties": {"note": {"type": "string"}}}, ("approve", "deny")),
         ({"type": "object", "required": ["seat"]}, ("deny",)),
         ({"type": "nonsense"}, ("deny",)),
+        ({"$ref": "#/definitions/nowhere"}, ("deny",)),
+        ({"$ref": "#"}, ("deny",)),
     ],
 )
 def test_an_approve_link_is_offered_only_where_the_fixed_answer_fits(
@@ -413,3 +417,26 @@ async def test_the_chat_relay_posts_the_links_a_person_decides_from(
     assert '"booking": "BK-7"' in message
     decided = await http.post(links["deny"], data={"comment": "from the chat"})
     assert decided.status_code == 200 and "Recorded: denied" in decided.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://agents.example/ai?a=1",
+        "http://agents.example/ai#f",
+        "http://user:pw@agents.example/ai",
+        "http://agents.example:99999",
+        "http://[::1",
+        "http://127.0.0.1:8000\n",
+        "ftp://agents.example",
+    ],
+)
+def test_a_public_url_that_would_leak_or_break_links_is_refused(url: str) -> None:
+    with pytest.raises(ValidationError, match="is not a base URL"):
+        Settings(decision_link_key=SecretStr(KEY), public_url=url)
+
+
+@pytest.mark.parametrize("key", ["short", " " * 40])
+def test_a_short_or_blank_key_is_refused(key: str) -> None:
+    with pytest.raises(ValidationError, match="at least 32 bytes"):
+        Settings(decision_link_key=SecretStr(key), public_url="http://127.0.0.1:8000")

@@ -63,6 +63,15 @@ async def test_an_approval_decided_from_its_link_once() -> None:
     assert (again.value.status, again.value.message) == (409, "This link was already used")
 
 
+async def test_an_environment_misused_says_how_to_use_it() -> None:
+    unstarted = AgentTestEnvironment()
+    with pytest.raises(RuntimeError, match="use it as `async with AgentTestEnvironment"):
+        await unstarted.run("kit-early", "hi")
+    with pytest.raises(TypeError, match="not Settings fields: answer_timeout"):
+        async with AgentTestEnvironment(answer_timeout=60):
+            pass
+
+
 def test_a_missing_test_server_names_the_install_line(tmp_path: Path) -> None:
     # A Python whose folder holds no temporal-test-server, with no venv bin on PATH; the
     # venv's packages come through PYTHONPATH.

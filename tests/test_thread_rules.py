@@ -15,6 +15,7 @@ from durable_agui.core.contract import (
     AnswersBody,
     BatchState,
     CancelRequest,
+    LinkDecision,
     PayloadRefused,
     RefusedSignal,
     ResumeAnswer,
@@ -485,3 +486,18 @@ def test_a_thread_keeps_its_last_ten_failed_deliveries() -> None:
     for _ in range(12):
         failures = notifications.with_failure(failures, failure)
     assert len(failures) == notifications.RECENT_FAILURES
+
+
+def test_a_comment_by_link_renders_as_plain_text_in_the_temporal_ui() -> None:
+    comment = "<script>x</script> [phish](https://evil.example) ![t](https://evil.example/t.png) `"
+    decision = LinkDecision(
+        link_id="0123456789abcdef", delivery="thread-view", decision="deny",
+        comment=comment, decided_at=NOW,
+    )  # fmt: skip
+
+    line = answers.decided_by_link("call_1", decision)
+
+    # One code span: Markdown renders no link, image or HTML inside it.
+    shown = line.split(": ", 1)[1]
+    assert shown.startswith("`") and shown.endswith("`") and shown.count("`") == 2
+    assert "[phish](https://evil.example)" in shown

@@ -160,11 +160,17 @@ def approval_payload(response_schema: dict[str, Any] | None, comment: str | None
 
 
 def _accepts(response_schema: dict[str, Any] | None, payload: Any) -> bool:
+    """Whether ``response_schema`` accepts ``payload``; a schema that cannot be evaluated
+    (not JSON Schema, a ``$ref`` to nowhere, a reference cycle) accepts nothing."""
     if response_schema is None:
         return True
     try:
         jsonschema.validate(payload, response_schema)
-    except (jsonschema.ValidationError, jsonschema.SchemaError):
+    except jsonschema.ValidationError:
+        return False
+    except Exception:
+        # SchemaError, referencing errors, RecursionError...: the author's schema, not the
+        # person's answer, is at fault; offer no fixed answer.
         return False
     return True
 

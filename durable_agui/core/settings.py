@@ -304,11 +304,14 @@ class Settings(BaseSettings):
 
     @field_validator("public_url")
     @classmethod
-    def _public_url_is_http(cls, url: str | None) -> str | None:
-        if url is not None and (
-            not url.startswith(("http://", "https://")) or httpx.URL(url).host == ""
-        ):
-            raise ValueError(f"{url!r} is not an http(s) URL")
+    def _public_url_is_a_base(cls, url: str | None) -> str | None:
+        """An http(s) URL with a host, and no credentials, query or fragment: a link's token
+        is appended to its path, and the whole URL goes out in every delivery."""
+        if url is not None and not _is_base_url(url):
+            raise ValueError(
+                f"{url!r} is not a base URL: http(s)://host[:port][/prefix], with no "
+                "credentials, query or fragment"
+            )
         return url
 
     @model_validator(mode="after")
@@ -316,7 +319,7 @@ class Settings(BaseSettings):
         key = self.decision_link_key
         if key is None:
             return self
-        if len(key.get_secret_value().encode()) < MIN_KEY_BYTES:
+        if len(key.get_secret_value().strip().encode()) < MIN_KEY_BYTES:
             raise ValueError(
                 f"DURABLE_AGUI_DECISION_LINK_KEY must be at least {MIN_KEY_BYTES} bytes"
             )
@@ -335,6 +338,19 @@ class Settings(BaseSettings):
     @property
     def sessions_dir(self) -> Path:
         return self.data_dir / "sessions"
+
+
+def _is_base_url(url: str) -> bool:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    return (
+        parsed.scheme in ("http", "https")
+        and bool(parsed.host)
+        and 0 < (parsed.port or 80) < 65536
+        and not (parsed.userinfo or "?" in url or "#" in url)
+    )
 
 
 @lru_cache

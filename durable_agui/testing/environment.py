@@ -39,6 +39,9 @@ def quiet_runtime() -> Runtime:
     return Runtime(telemetry=TelemetryConfig(logging=quiet))
 
 
+_SET_ON_ENTRY = frozenset({"settings", "temporal", "http", "agent", "app"})
+
+
 class AgentTestEnvironment(AgentTestClient):
     """Temporal's time-skipping test server, a worker serving ``agents`` and the API app,
     started by ``async with`` and stopped on leaving it (also when the test fails); the
@@ -59,9 +62,12 @@ class AgentTestEnvironment(AgentTestClient):
     ``client`` uses this package's data converter), ``http``, ``agent`` (the agent
     ``run`` talks to by default: the only one served, else ``None``), ``app``.
 
-    Raises (on entry):
-        durable_agui.testing.TestServerMissing: ``temporal-test-server`` is not installed.
-        durable_agui.AgentsNotLoaded, TypeError: ``agents`` cannot be loaded.
+    Raises:
+        RuntimeError: a verb (or an attribute set on entry) used before entering.
+        durable_agui.testing.TestServerMissing: on entry, ``temporal-test-server`` is not
+            installed.
+        durable_agui.AgentsNotLoaded, TypeError: on entry, ``agents`` cannot be loaded, or
+            a keyword is no ``Settings`` field.
     """
 
     def __init__(
@@ -78,7 +84,19 @@ class AgentTestEnvironment(AgentTestClient):
         self._overrides = settings
         self._stack: contextlib.AsyncExitStack | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for attributes not set yet: the ones __aenter__ sets.
+        if name in _SET_ON_ENTRY:
+            raise RuntimeError(
+                f"AgentTestEnvironment has no {name} before it starts: use it as "
+                "`async with AgentTestEnvironment(...) as env:`"
+            )
+        raise AttributeError(name)
+
     def _settings(self, data_dir: Path | str) -> Settings:
+        unknown = sorted(set(self._overrides) - set(Settings.model_fields))
+        if unknown:
+            raise TypeError(f"not Settings fields: {', '.join(unknown)}")
         defaults: dict[str, Any] = {
             "session_store": "file",
             "auth": "none",

@@ -27,4 +27,7 @@ class NoRunStarted(RuntimeError):
 
     def __init__(self, thread_id: str, still_pending: list[str]) -> None:
         self.still_pending = still_pending
-        super().__init__(f"thread {thread_id!r} still waits for {still_pending}")
+        if still_pending:
+            super().__init__(f"thread {thread_id!r} still waits for {still_pending}")
+        else:  # acknowledged: the thread already held this answer
+            super().__init__(f"thread {thread_id!r} already held this answer: no run started")

@@ -72,8 +72,8 @@ async def record_decision(
 ) -> HTMLResponse:
     """Record the link's decision (with the form's ``comment``), once."""
     try:
-        comment = _comment(await request.body())
         _, link = _link(settings, token)
+        comment = _comment(await request.body())
         interrupt = _waiting(await _state(client, link), link)
         return await _record(client, link, interrupt, comment)
     except PageRefusal as refused:
@@ -108,8 +108,11 @@ async def _record(
     except ThreadRefused as refused:
         raise PageRefusal(_thread_refusal(refused)) from None
     if link.interrupt_id not in accepted.accepted:
-        # Acknowledged: the same decision was recorded a moment ago (this link, twice).
-        raise PageRefusal(_used())
+        # Acknowledged: the same decision was recorded a moment ago (this link, or the same
+        # decision's link of another delivery).
+        raise PageRefusal(
+            refusal(409, "This approval was already decided", "It was decided the same way.")
+        )
     return decision_page.recorded(link.decision, comment, accepted.run_id)
 
 
@@ -166,8 +169,10 @@ def _used() -> HTMLResponse:
 def _thread_refusal(refused: ThreadRefused) -> HTMLResponse:
     if refused.status == 404:
         return refusal(404, "This thread is gone", "The conversation was deleted or expired.")
-    if refused.status == 503:
-        return refusal(503, "Try again in a moment", "The server cannot reach its store now.")
+    if refused.status in (429, 503):
+        return refusal(
+            refused.status, "Try again in a moment", "The thread cannot take the decision now."
+        )
     return refusal(
         409,
         "This approval is no longer waiting",
@@ -190,7 +195,8 @@ def _comment(body: bytes) -> str | None:
         raise PageRefusal(
             refusal(422, "This form could not be read", "Send it from the link's page.")
         ) from None
-    comment = (fields.get("comment") or [""])[0].strip()
+    # A browser sends a textarea's line breaks as CRLF; its maxlength counts them once.
+    comment = (fields.get("comment") or [""])[0].replace("\r\n", "\n").strip()
     if len(comment) > MAX_COMMENT:
         raise PageRefusal(
             refusal(

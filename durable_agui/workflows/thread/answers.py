@@ -160,6 +160,8 @@ def decided_by_link(wire_id: str, decision: LinkDecision) -> str:
 
 
 def shown_comment(comment: str) -> str:
-    """A person's comment as one Markdown line (at most 200 characters)."""
-    flat = " ".join(comment.split())
-    return flat if len(flat) <= 200 else flat[:199] + "…"
+    """A person's comment as one Markdown code span (at most 200 characters): anyone who
+    holds a link writes it, and the Temporal UI renders the details, so no link, image or
+    HTML of theirs may render there (backticks, which would close the span, become ')."""
+    flat = " ".join(comment.replace("`", "'").split())
+    return f"`{flat if len(flat) <= 200 else flat[:199] + '…'}`"
