@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,12 +47,8 @@ OTHER_KEY = "another-deployments-key-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[WebhookReceiver]:
-    running = WebhookReceiver()
-    running.start()
-    try:
+    with WebhookReceiver() as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +70,6 @@ def stack(
         yield running
     finally:
         running.stop()
-
-
-@pytest.fixture
-async def http(stack: DevStack) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as client:
-        yield client
 
 
 async def ask_approval(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
@@ -354,12 +344,8 @@ def _any_link() -> DecisionLink:
 @pytest.fixture
 def chat() -> Iterator[WebhookReceiver]:
     """A chat's incoming webhook: records every message posted to it."""
-    running = WebhookReceiver()
-    running.start()
-    try:
+    with WebhookReceiver() as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,16 @@ def postgres(tmp_path: Path) -> Iterator[PostgresServer]:
         yield server
 
 
-@pytest.fixture
-def deployment(tmp_path: Path, postgres: PostgresServer) -> Iterator[Cluster]:
+@contextmanager
+def outage_cluster(tmp_path: Path, postgres: PostgresServer, delay: str) -> Iterator[Cluster]:
+    """A cluster on a database of ``postgres`` with its Temporal server started, the
+    offline model slowed by ``delay`` (``NAME=ms`` of a ``DURABLE_AGUI_OFFLINE_*_DELAY_MS``
+    setting), stopped on the way out."""
+    name, _, ms = delay.partition("=")
     env = {
         "DURABLE_AGUI_SESSION_STORE": "postgres",
         "DURABLE_AGUI_POSTGRES_URL": postgres.new_database(),
-        # A turn slow enough to stop the store in the middle of it.
-        "DURABLE_AGUI_OFFLINE_FIRST_CHUNK_DELAY_MS": "1500",
+        f"DURABLE_AGUI_OFFLINE_{name}_DELAY_MS": ms,
     }
     cluster = Cluster(tmp_path, env=env)
     cluster.server.start()
@@ -53,6 +57,13 @@ def deployment(tmp_path: Path, postgres: PostgresServer) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop_all()
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, postgres: PostgresServer) -> Iterator[Cluster]:
+    # A turn slow enough to stop the store in the middle of it.
+    with outage_cluster(tmp_path, postgres, "FIRST_CHUNK=1500") as cluster:
+        yield cluster
 
 
 async def test_an_answer_sent_while_the_store_is_down_is_written_when_it_is_back(
@@ -212,14 +223,7 @@ async def test_a_continuation_that_loses_the_store_after_its_answers_closes_its_
     ``reconcile_session`` and a new ``run_turn``, which once began as attempt 1 again, left
     the partial message open and reused its id (the client showed both texts). Only a first
     attempt hands its answers over (``durable_agui.activities.answers_wait``)."""
-    env = {
-        "DURABLE_AGUI_SESSION_STORE": "postgres",
-        "DURABLE_AGUI_POSTGRES_URL": postgres.new_database(),
-        "DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "300",
-    }
-    cluster = Cluster(tmp_path, env=env)
-    cluster.server.start()
-    try:
+    with outage_cluster(tmp_path, postgres, "CHUNK=300") as cluster:
         cluster.start_worker("w")
         url = cluster.start_api("api")
         client = await Client.connect(
@@ -269,5 +273,3 @@ async def test_a_continuation_that_loses_the_store_after_its_answers_closes_its_
         results = [b["toolResult"] for m in history for b in m["content"] if "toolResult" in b]
         assert [r["content"] for r in results] == [[{"text": "yes"}]]
         assert_well_formed(history, set())
-    finally:
-        cluster.stop_all()

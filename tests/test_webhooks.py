@@ -24,12 +24,8 @@ SECRET = "whsec-test-1"
 
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[WebhookReceiver]:
-    running = WebhookReceiver()
-    running.start()
-    try:
+    with WebhookReceiver() as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module", params=STORES)

@@ -68,3 +68,11 @@ class WebhookReceiver:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def __enter__(self) -> WebhookReceiver:
+        """Started; stopped on leaving the block, also when it fails."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
