@@ -15,6 +15,7 @@ from durable_agui.core.contract import (
     BatchState,
     ClosedReason,
     ErrorType,
+    LinkDecision,
     ResumeAnswer,
     ThreadCarry,
     ToolCallRecord,
@@ -25,6 +26,8 @@ from durable_agui.workflows.batch import (
     DENIED,
     KEEP_CALL_IDS,
     KEEP_CLOSED,
+    KEEP_DECISIONS,
+    KEPT_COMMENT,
     MAX_BATCH_ANSWER_BYTES,
     NO_ANSWER,
     ToolCallBatch,
@@ -226,6 +229,26 @@ def test_what_is_carried_is_bounded() -> None:
     assert len(carried.closed_calls) == KEEP_CLOSED
     assert f"f{KEEP_CLOSED + 4}" in carried.closed_calls and "f0" not in carried.closed_calls
     assert len(batch.state.tool_call_ids) <= KEEP_CALL_IDS
+
+
+def test_decisions_by_link_are_kept_apart_bounded_with_their_comments_cut() -> None:
+    batch = ToolCallBatch(BatchState())
+    for n in range(KEEP_DECISIONS + 5):
+        batch.open("r", [record(f"a{n}", "approval")], NOW)
+        decided = LinkDecision(
+            link_id=f"{n:016d}", delivery="thread-view", decision="approve",
+            comment="c" * 1000, decided_at=NOW,
+        )  # fmt: skip
+        answer = resume(f"a{n}").model_copy(update={"decided_by": decided})
+        assert batch.take([], [answer]) == [f"approve-a{n}"]
+        assert batch.interrupts[f"approve-a{n}"].resolution == resume(f"a{n}")
+        batch.close(ClosedReason.EXPIRED)
+
+    carried = batch.carried()
+    assert len(carried.decisions) == KEEP_DECISIONS and "a0" not in carried.decisions
+    last = carried.decisions[f"a{KEEP_DECISIONS + 4}"]
+    assert last.link_id == f"{KEEP_DECISIONS + 4:016d}"
+    assert last.comment == "c" * (KEPT_COMMENT - 1) + "…"
 
 
 def test_keeping_none_keeps_none() -> None:

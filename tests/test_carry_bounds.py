@@ -23,6 +23,7 @@ from durable_agui.core.contract import (
     BatchState,
     ClosedReason,
     FrontendTool,
+    LinkDecision,
     NativeToolResult,
     OpenInterrupt,
     PendingToolCall,
@@ -33,13 +34,16 @@ from durable_agui.core.contract import (
     ToolResult,
     digest,
 )
+from durable_agui.core.decision_links import MAX_COMMENT
 from durable_agui.core.settings import Settings
 from durable_agui.translation.events import MAX_ARGS_PER_BATCH
 from durable_agui.workflows.batch import (
     KEEP_CALL_IDS,
     KEEP_CLOSED,
+    KEEP_DECISIONS,
     MAX_BATCH_ANSWER_BYTES,
     NO_ANSWER,
+    kept,
 )
 from durable_agui.workflows.thread import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
 from durable_agui.workflows.thread.answers import KEEP_REFUSED_SIGNALS
@@ -86,6 +90,15 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         )
         for n in range(half)
     ]
+    # A decision by link: the longest delivery (an Idempotency-Key of the longest ids) and
+    # a comment of MAX_COMMENT characters of 4 UTF-8 bytes each.
+    decided = LinkDecision(
+        link_id="0" * 16,
+        delivery=f"agui-thread-{longest('o', 256)}:{longest('t', 128)}:{run_id}:thread.waiting",
+        decision="approve",
+        comment="\U0001f600" * MAX_COMMENT,
+        decided_at=now,
+    )
     interrupts = [
         OpenInterrupt(
             interrupt_id=f"approve-{wire[n]}",
@@ -97,8 +110,10 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
             run_id=run_id,
             expires_at=now,
             resolution=ResumeAnswer(
-                interrupt_id=f"approve-{wire[n]}", status="resolved", payload="p" * answer_each
-            ),
+                interrupt_id=f"approve-{wire[n]}",
+                status="resolved",
+                payload="p" * answer_each,
+            ),  # take keeps a decision by link apart (decisions), not on the resolution
         )
         for n in range(half, MAX_OPEN_CALLS)
     ]
@@ -139,6 +154,7 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
             for n in range(KEEP_CLOSED)
         },
         tool_call_ids=dict(zip(wire, native, strict=True)),
+        decisions={f"call_{n:024d}d": kept(decided) for n in range(KEEP_DECISIONS)},
     )
     return ThreadCarry(
         batch=batch,

@@ -55,12 +55,15 @@ __all__ = [
     "DENIED",
     "KEEP_CALL_IDS",
     "KEEP_CLOSED",
+    "KEEP_DECISIONS",
+    "KEPT_COMMENT",
     "MAX_BATCH_ANSWER_BYTES",
     "NO_ANSWER",
     "Closing",
     "Judgement",
     "ToolCallBatch",
     "Verdict",
+    "kept",
     "recent",
     "shown",
     "time_to",
@@ -72,6 +75,17 @@ With every other carried field bounded, this keeps a continue-as-new input well 
 Temporal's 2 MB payload limit whatever the client sent (``tests/test_carry_bounds.py``)."""
 KEEP_CLOSED = 1000
 """Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
+
+KEEP_DECISIONS = 50
+"""Decisions by link a thread remembers (the newest), each with a comment of up to
+``MAX_COMMENT`` characters: they cross continue-as-new, so they are bounded well inside the
+carry's budget (``tests/test_carry_bounds.py``). Older ones are in the history and the
+activity summaries; their links then say "no longer waiting" rather than "already used"."""
+
+KEPT_COMMENT = 200
+"""Characters of a decision's comment the thread keeps (``decisions``); the messages'
+``metadata.decision.comment`` shows these."""
+
 KEEP_CALL_IDS = 1000
 """Wire -> native id pairs remembered (the most recent calls): transcripts show older
 calls under their native ids."""
@@ -268,10 +282,12 @@ class ToolCallBatch:
         for answer in resume:
             interrupt = self.state.interrupts.get(answer.interrupt_id)
             if interrupt is not None and interrupt.resolution is None:
-                interrupt.resolution = answer
+                # The decision by link is kept apart, its comment cut to KEPT_COMMENT (the
+                # update's input in the history has it whole), so the carry stays bounded.
+                interrupt.resolution = answer.model_copy(update={"decided_by": None})
                 accepted.append(answer.interrupt_id)
                 if answer.decided_by is not None:
-                    self.state.decisions[interrupt.wire_id] = answer.decided_by
+                    self.state.decisions[interrupt.wire_id] = kept(answer.decided_by)
         return accepted
 
     def held_bytes(self) -> int:
@@ -395,9 +411,17 @@ class ToolCallBatch:
                 "closed_calls": recent(self.state.closed_calls, KEEP_CLOSED),
                 "closed_interrupts": recent(self.state.closed_interrupts, KEEP_CLOSED),
                 "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
-                "decisions": recent(self.state.decisions, KEEP_CLOSED),
+                "decisions": recent(self.state.decisions, KEEP_DECISIONS),
             }
         )
+
+
+def kept(decision: LinkDecision) -> LinkDecision:
+    """``decision`` as a thread keeps it: its comment cut to ``KEPT_COMMENT`` characters."""
+    comment = decision.comment
+    if comment is None or len(comment) <= KEPT_COMMENT:
+        return decision
+    return decision.model_copy(update={"comment": comment[: KEPT_COMMENT - 1] + "…"})
 
 
 def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:

@@ -179,7 +179,7 @@ class ThreadState(BaseModel):
     """The signals the thread refused, oldest first (the newest ``KEEP_REFUSED_SIGNALS``)."""
     decisions: dict[str, LinkDecision] = Field(default_factory=dict)
     """The approvals decided from a decision link, by the call's wire id (the most recent
-    ``KEEP_CLOSED``), open ones included."""
+    ``KEEP_DECISIONS``), open ones included."""
 
 
 class BatchState(BaseModel):

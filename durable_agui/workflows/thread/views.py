@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
         ThreadState,
         ThreadStatus,
     )
-    from durable_agui.workflows.batch import KEEP_CLOSED, ToolCallBatch
+    from durable_agui.workflows.batch import KEEP_DECISIONS, ToolCallBatch
     from durable_agui.workflows.bounds import recent
     from durable_agui.workflows.thread.admission import ThreadView
     from durable_agui.workflows.thread.events import ThreadEvents
@@ -88,7 +88,7 @@ class ThreadViews:
             run_trace_ids=self._book.run_trace_ids,
             frontend_tools=[tool.name for tool in self._book.frontend_tools],
             refused_signals=self._book.refused_signals,
-            decisions=recent(self._batch.state.decisions, KEEP_CLOSED),
+            decisions=recent(self._batch.state.decisions, KEEP_DECISIONS),
         )
 
     def _show_status(self) -> None:
