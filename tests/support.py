@@ -76,6 +76,7 @@ async def start_run(
                 agent="demo",
                 answer_timeout_s=settings.answer_timeout_s,
                 turns_per_workflow_run=settings.turns_per_workflow_run,
+                history_bound_bytes=settings.history_bound_bytes,
                 webhook_attempts=webhook_attempts,
                 idle_ttl_s=settings.thread_ttl_s,
                 idle_ttl_removes_session=settings.thread_ttl_removes_session,

@@ -21,7 +21,10 @@ import jwt
 import pytest
 from playwright.async_api import Page, expect
 from pydantic import SecretStr, ValidationError
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_agui.api.app import create_app
 from durable_agui.cli.devserver import free_port
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.decision_links import (
@@ -426,3 +429,122 @@ def test_a_public_url_that_would_leak_or_break_links_is_refused(url: str) -> Non
 def test_a_short_or_blank_key_is_refused(key: str) -> None:
     with pytest.raises(ValidationError, match="at least 32 bytes"):
         Settings(decision_link_key=SecretStr(key), public_url="http://127.0.0.1:8000")
+
+
+async def test_a_small_call_beside_large_ones_is_shown_and_one_not_shown_gets_no_approve_link(
+    page: Page, http: httpx.AsyncClient, receiver: WebhookReceiver
+) -> None:
+    """Four calls whose arguments take the batch's whole budget, then a small one (a chatty
+    model, or an injected call): the small one's approver sees its arguments; a call whose
+    arguments workflow state could not keep can only be denied from a link."""
+    thread = "link-hidden-args"
+    large = "\n".join(
+        f'call cancel_booking {{"booking":"BK-{n}-{"x" * 16_350}"}}' for n in range(4)
+    )
+    small = 'call cancel_booking {"booking":"BK-ALL-BOOKINGS-OF-EVERYONE"}'
+    status, events = await post_run(
+        http, "demo", run_input(thread, "r1", [user("u1", f"{large}\n{small}")], [])
+    )
+    assert status == 200, events
+    interrupts = (await http.get(f"/threads/{thread}")).json()["interrupts"]
+    assert [i["argsOmitted"] for i in interrupts] == [False, False, True, True, False]
+    assert interrupts[-1]["args"] == {"booking": "BK-ALL-BOOKINGS-OF-EVERYONE"}
+    assert [sorted(i["decisionLinks"]) for i in interrupts] == [
+        ["approve", "deny"], ["approve", "deny"], ["deny"], ["deny"], ["approve", "deny"],
+    ]  # fmt: skip
+    _, body = await waiting_delivery(receiver, thread)
+    assert [sorted(i["decisionLinks"]) for i in body["interrupts"]] == [
+        sorted(i["decisionLinks"]) for i in interrupts
+    ]
+    await page.goto(interrupts[-1]["decisionLinks"]["approve"])
+    await expect(page.locator("#arguments")).to_contain_text("BK-ALL-BOOKINGS-OF-EVERYONE")
+
+    # An approve link for a call not shown (signed before this rule held) is refused.
+    hidden = interrupts[2]
+    root, _, token = hidden["decisionLinks"]["deny"].rpartition("/")
+    approve = f"{root}/{sign(KEY, read(KEY, token).sibling('approve'))}"
+    shown = await page.goto(approve)
+    posted = await http.post(approve, data={})
+    assert shown is not None and shown.status == 409
+    await expect(page.locator("h1")).to_have_text("This approval cannot be approved from a link")
+    assert posted.status_code == 409 and "cannot be approved from a link" in posted.text
+    view = (await http.get(f"/threads/{thread}")).json()
+    assert not any(i["answered"] for i in view["interrupts"])
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+@pytest.mark.parametrize(
+    ("method", "path_end", "content_type", "body", "status", "title"),
+    [
+        ("GET", "=", None, b"", 200, "Deny: cancel_booking?"),
+        ("POST", "%C3%A9", FORM, b"comment=", 400, "This link is not valid"),
+        ("POST", "", None, b"comment=\xff", 422, "This form could not be read"),
+        ("POST", "", "text/plain", b"comment=\xff", 422, "This form could not be read"),
+        ("POST", "", FORM, b"comment=" + b"x" * 1_100_000, 413, "This form is too large"),
+        ("PUT", "", FORM, b"comment=", 405, "This link cannot be used this way"),
+    ],
+    ids=["trailing-equals", "non-ascii", "no-content-type", "text-plain", "too-large", "put"],
+)
+async def test_every_answer_on_a_decision_link_is_a_page_for_people(
+    http: httpx.AsyncClient,
+    method: str,
+    path_end: str,
+    content_type: str | None,
+    body: bytes,
+    status: int,
+    title: str,
+) -> None:
+    thread = f"link-page-{status}-{method}-{len(body) % 7}-{content_type is None}"
+    interrupt = await ask_approval(http, thread)
+    link = interrupt["decisionLinks"]["deny"] + path_end
+    headers = {"content-type": content_type} if content_type else {}
+    answered = await http.request(method, link, content=body, headers=headers)
+    assert answered.status_code == status, answered.text
+    assert answered.headers["content-type"].startswith("text/html") and title in answered.text
+    await still_waits(http, thread, interrupt["id"])
+
+
+async def test_a_replaced_key_keeps_verifying_its_links_until_the_operator_says(
+    stack: DevStack, http: httpx.AsyncClient
+) -> None:
+    """The API restarted with a new key, the old one kept as the previous key for a week:
+    the links already sent still open; after that moment they say where to get a new one."""
+    thread = "link-rotated"
+    interrupt = await ask_approval(http, thread)
+    client = await Client.connect(stack.temporal_address, data_converter=pydantic_data_converter)
+
+    def rotated(until: datetime) -> httpx.AsyncClient:
+        settings = Settings(
+            temporal_address=stack.temporal_address,
+            data_dir=stack.data_dir,
+            decision_link_key=SecretStr(OTHER_KEY),
+            decision_link_previous_key=SecretStr(KEY),
+            decision_link_previous_key_until=until,
+            public_url=stack.url,
+        )
+        app = create_app(settings, client=client)
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=stack.url)
+
+    link = interrupt["decisionLinks"]["deny"]
+    async with rotated(datetime.now(UTC) + timedelta(days=7)) as api:
+        shown = await api.get(link)
+    assert shown.status_code == 200 and "Deny: cancel_booking?" in shown.text
+    async with rotated(datetime.now(UTC) - timedelta(seconds=1)) as api:
+        shown = await api.get(link)
+    assert shown.status_code == 400 and "link key was replaced" in shown.text
+    await still_waits(http, thread, interrupt["id"])
+
+
+def test_a_previous_key_needs_its_end_and_its_length() -> None:
+    base = {"decision_link_key": SecretStr(KEY), "public_url": "http://127.0.0.1:8000"}
+    with pytest.raises(ValidationError, match="PREVIOUS_KEY_UNTIL"):
+        Settings(**base, decision_link_previous_key=SecretStr(OTHER_KEY))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="at least 32 bytes"):
+        Settings(
+            **base,  # type: ignore[arg-type]
+            decision_link_previous_key=SecretStr("short"),
+            decision_link_previous_key_until=datetime.now(UTC),
+        )
+    assert read(OTHER_KEY, sign(KEY, _any_link()), (KEY,)).thread_id == "link-off"

@@ -28,6 +28,13 @@ from durable_agui.core.contract import (
     UserInput,
     WebhookFailure,
 )
+from durable_agui.core.contract.ids import MAX_OPEN_CALLS
+from durable_agui.translation.events import (
+    ARGS_SHARE_PER_CALL,
+    MAX_ARGS_IN_STATE,
+    MAX_ARGS_PER_BATCH,
+    _OpenCallBudget,
+)
 from durable_agui.workflows.batch import ToolCallBatch
 from durable_agui.workflows.thread import (
     admission,
@@ -49,6 +56,7 @@ def view(
     running: str | None = None,
     deleting: bool = False,
     rolling_over: bool = False,
+    history_full: bool = False,
 ) -> ThreadView:
     return ThreadView(
         thread_id="t",
@@ -59,6 +67,7 @@ def view(
         current_run_id=running,
         deleting=deleting,
         rolling_over=rolling_over,
+        history_full=history_full,
     )
 
 
@@ -100,6 +109,13 @@ def with_batch(*calls: tuple[str, str]) -> ToolCallBatch:
         (view(), run(agent="other"), "ThreadAgentMismatch"),
         (view(rolling_over=True), run(), "ThreadRollingOver"),
         (view(running="r0"), run(multitask_strategy="reject"), "RunInProgress"),
+        (view(running="r0", history_full=True), run(), "ThreadRollingOver"),
+        (view(ThreadCarry(queue=[run("r0")]), history_full=True), run(), "ThreadRollingOver"),
+        (
+            view(running="r0", history_full=True),
+            run(tool_results=[ToolResult(tool_call_id="call_1", content="yes")]),
+            "ThreadRollingOver",
+        ),
     ],
     ids=[
         "stranger",
@@ -108,6 +124,9 @@ def with_batch(*calls: tuple[str, str]) -> ToolCallBatch:
         "other-agent",
         "rolling-over",
         "reject",
+        "history-full-while-running",
+        "history-full-with-a-queue",
+        "history-full-with-answers",
     ],
 )
 def test_a_run_is_refused_by_the_first_rule_it_breaks(
@@ -501,3 +520,62 @@ def test_a_comment_by_link_renders_as_plain_text_in_the_temporal_ui() -> None:
     shown = line.split(": ", 1)[1]
     assert shown.startswith("`") and shown.endswith("`") and shown.count("`") == 2
     assert "[phish](https://evil.example)" in shown
+
+
+def test_an_idle_thread_whose_history_is_full_still_takes_a_run() -> None:
+    """It continues as new first, or runs it and then does: nothing queued is lost."""
+    admission.check_run(view(history_full=True), run())
+
+
+def test_a_history_past_either_bound_is_full() -> None:
+    assert not lifecycle.over_bounds(lifecycle.HISTORY_BYTES_BOUND - 1, 10, None)
+    assert lifecycle.over_bounds(lifecycle.HISTORY_BYTES_BOUND, 10, None)
+    assert lifecycle.over_bounds(10, lifecycle.HISTORY_EVENTS_BOUND, None)
+    assert lifecycle.over_bounds(200_000, 10, 200_000)  # the thread's own bound
+    # Our bounds leave a full queue of the largest runs room before Temporal's 50 MB.
+    assert lifecycle.HISTORY_BYTES_BOUND + (MAX_QUEUED_RUNS + 1) * 2 * 1_500_000 < 50_000_000
+
+
+def json_payload(data: bytes) -> Payload:
+    return Payload(metadata={"encoding": b"json/plain"}, data=data)
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "error_type"),
+    [
+        ("tool_results", [], "WrongInputCount"),
+        ("approval_decisions", [b"{}", b"{}"], "WrongInputCount"),
+        ("tool_result", [b'{"results": []}'], "UnknownSignal"),
+        ("tool_results", [b'"' + b"x" * answers.MAX_SIGNAL_BYTES + b'"'], "RequestTooLarge"),
+        ("tool_results", [b"[1]"], "InvalidRequest"),
+    ],
+    ids=["none", "two", "unknown-name", "too-large", "wrong-type"],
+)
+def test_a_signal_is_one_input_of_a_signal_that_answers(
+    name: str, inputs: list[bytes], error_type: str
+) -> None:
+    with pytest.raises(PayloadRefused) as raised:
+        answers.signal_body(name, [json_payload(i) for i in inputs])
+    assert raised.value.type == error_type
+
+
+def test_a_signal_name_is_recorded_bounded_and_unquotable() -> None:
+    refusal = answers.refusal(NOW, "`x`" + "y" * 500, PayloadRefused("UnknownSignal", "no"), None)  # type: ignore[arg-type]
+    assert len(refusal.signal) <= 100 and "`" not in refusal.signal
+
+
+def test_a_small_call_keeps_its_arguments_beside_large_ones() -> None:
+    """Four 16 KB calls then a 450-character one (a chatty model, or an injected call):
+    the small one's arguments stay in workflow state, so its approver sees them."""
+    budget = _OpenCallBudget()
+    kept = []
+    for _ in range(4):
+        kept.append(budget.keeps(MAX_ARGS_IN_STATE))
+        budget.offer(MAX_ARGS_IN_STATE if kept[-1] else 0)
+    assert kept == [True, True, False, False]  # the large ones share a pool, in call order
+    assert budget.keeps(450)
+    # However they come, the kept arguments stay within the batch's budget.
+    for _ in range(MAX_OPEN_CALLS - 4):
+        budget.offer(ARGS_SHARE_PER_CALL)
+    assert ARGS_SHARE_PER_CALL * MAX_OPEN_CALLS + budget.pool_used <= MAX_ARGS_PER_BATCH
+    assert not budget.keeps(1)  # a call past MAX_OPEN_CALLS is not offered

@@ -71,6 +71,7 @@ from durable_agui.translation import (
     TurnTranslator,
     tool_result_block,
 )
+from durable_agui.translation.undeclared_tools import warn_undeclared
 
 logger = logging.getLogger(__name__)
 
@@ -421,6 +422,7 @@ class TurnActivities:
             dict(built.definition.approvals),
             attempt=activity.info().attempt,
             predict_state=built.definition.predict_state,
+            known_tool_names={tool.tool_name for tool in tools},
         )
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
@@ -453,6 +455,7 @@ class TurnActivities:
                     )
                     await self._answer_not_offered(session, start, events, translator)
             message_count = await asyncio.to_thread(store.verified_count, session_id, start)
+        warn_undeclared(translator.undeclared, turn.thread_id, turn.run_id)
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,

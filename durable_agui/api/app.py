@@ -24,6 +24,7 @@ from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.auth import LoopbackHostOnly, check_auth_settings, loopback_host_only
 from durable_agui.api.body_check import RequestBodyCheck, checked_body
 from durable_agui.api.context import ApiContext
+from durable_agui.api.decision_page import DecisionErrorPages
 from durable_agui.api.errors import (
     BODY_ERRORS,
     api_error,
@@ -172,6 +173,8 @@ def create_app(
     app.add_middleware(CodecCORS, origin=settings.temporal_ui_url.rstrip("/"))
     if settings.auth == "none":
         app.add_middleware(LoopbackHostOnly)
+    # Outermost: whatever refuses a decision link's request answers the person with a page.
+    app.add_middleware(DecisionErrorPages)
     app.openapi = _documented(app, sorted(context.agents))  # type: ignore[method-assign]
 
     add_error_handlers(app)

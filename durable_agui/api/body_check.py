@@ -6,12 +6,12 @@ with and without the middleware (``checked_body``, a router dependency).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from durable_agui.api.decision_page import DECISION_PATH
 from durable_agui.api.errors import api_error, error_response
 from durable_agui.api.run_checks import invalid, too_large
 from durable_agui.core.contract import ErrorType
@@ -33,19 +33,12 @@ def is_json_media_type(content_types: list[bytes]) -> bool:
     )
 
 
-DECISION_PATH = re.compile(r"/decisions/[A-Za-z0-9_.-]+\Z")
-"""The end of a decision link's path (``api.routers.decisions``), under any prefix."""
-
-
-def is_decision_form(scope: Scope, content_types: list[bytes]) -> bool:
-    """A decision page's form (``application/x-www-form-urlencoded``) posted to its link.
-    The one form body this API takes: the token in its path is its credential, which a
-    cross-site form cannot know, so the JSON-only rule's reason (refusing the forms other
-    sites can send) does not hold for it."""
-    if len(content_types) != 1 or DECISION_PATH.search(scope["path"]) is None:
-        return False
-    media_type = content_types[0].split(b";")[0].strip().lower()
-    return media_type == b"application/x-www-form-urlencoded"
+def is_decision_form(scope: Scope) -> bool:
+    """A body posted to a decision link (its page's form): the one body this API does not
+    hold to JSON. The token in its path is its credential, which a cross-site form cannot
+    know, so the JSON-only rule's reason (refusing the forms other sites can send) does not
+    hold for it; the route reads the form, and answers a page for one it cannot read."""
+    return DECISION_PATH.search(scope["path"]) is not None
 
 
 def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
@@ -55,7 +48,7 @@ def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:
     if not body:
         return None
     content_types = [v for k, v in scope["headers"] if k.lower() == b"content-type"]
-    if is_decision_form(scope, content_types):
+    if is_decision_form(scope):
         return None
     if not is_json_media_type(content_types):
         return api_error(

@@ -13,10 +13,12 @@ escaped: the arguments and the question are the model's and the agent author's w
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any
 
 from fastapi.responses import HTMLResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_agui.core.contract import OpenInterrupt
 from durable_agui.core.decision_links import MAX_COMMENT, Decision
@@ -73,8 +75,9 @@ def confirmation(
         f'<label>Comment (optional)<br><textarea name="comment" maxlength="{MAX_COMMENT}">'
         f'</textarea></label><br><button class="{decision}" type="submit">'
         f"{LABELS[decision]}</button></form>"
-        f"<p>This link records this decision only (to {other}, use that link), once, "
-        f"until {escape(expires)}.</p>"
+        f"<p>This link records this decision only, once, until {escape(expires)}. "
+        f"To {other} instead, use the {other} link that came with this one, if you were "
+        "sent one.</p>"
     )
     return page(200, f"{LABELS[decision]}: {interrupt.tool_name}?", body)
 
@@ -94,8 +97,72 @@ def recorded(decision: Decision, comment: str | None, run_id: str | None) -> HTM
     return page(200, f"Recorded: {done}", goes_on + said)
 
 
+DECISION_PATH = re.compile(r"/decisions(/[^/]*)?\Z")
+"""A decision link's path (``api.routers.decisions``), under any prefix, whatever its token."""
+
+_TITLES = {
+    400: "This link is not valid",
+    404: "This page does not exist",
+    405: "This link cannot be used this way",
+    413: "This form is too large",
+    415: "This form could not be read",
+    422: "This form could not be read",
+    429: "Try again in a moment",
+    503: "Try again in a moment",
+}
+
+
+class DecisionErrorPages:
+    """ASGI middleware: on a decision link's path, an error the API would answer in JSON
+    (a body, host or origin check, a method not allowed, any refusal before the route) is
+    answered as a page for people with the same status, the message in plain words: the
+    person holding the link reads it in a browser."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or DECISION_PATH.search(scope["path"]) is None:
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and _is_json_error(message):
+                held.append(message)
+                return
+            if not held:
+                await send(message)
+                return
+            held.append(message)
+            if not message.get("more_body", False):
+                await _as_page(held)(scope, receive, send)
+
+        await self.app(scope, receive, sending)
+
+
+def _is_json_error(start: Message) -> bool:
+    headers = dict(start.get("headers", []))
+    content_type = headers.get(b"content-type", b"")
+    return int(start["status"]) >= 400 and content_type.startswith(b"application/json")
+
+
+def _as_page(held: list[Message]) -> HTMLResponse:
+    """The page for an error response held whole (its start, then its body messages)."""
+    status = int(held[0]["status"])
+    body = b"".join(m.get("body", b"") for m in held[1:])
+    try:
+        message = str(json.loads(body)["detail"]["message"])
+    except (ValueError, KeyError, TypeError):
+        message = "The request could not be taken."
+    return refusal(status, _TITLES.get(status, "This link cannot be used now"), message)
+
+
 def _arguments(interrupt: OpenInterrupt) -> str:
     if interrupt.args_omitted:
-        return "(too large to show here: the thread's messages hold them)"
+        return (
+            "(too large to show here, so this approval can only be denied from a link: "
+            "approve it where the thread's messages are shown)"
+        )
     args: dict[str, Any] = interrupt.args
     return json.dumps(args, indent=2, ensure_ascii=False)

@@ -12,7 +12,7 @@ from ag_ui.core import EventType, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 
-from durable_agui.client.run_events import RunSource, RunWindow
+from durable_agui.client.run_events import RunSource, RunWindow, why_closed
 from durable_agui.core.contract import ErrorType, event_from_wire
 from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings
@@ -52,8 +52,8 @@ async def run_event_frames(
             if reader.ended:
                 return
             # The stream ends only when the thread's workflow has closed: the run never will.
-            logger.error("thread %s closed before run %s ended", source.workflow_id, run_id)
-            message = "the thread ended before this run did (see the worker's log)"
+            message = await why_closed(source.client, source.workflow_id)
+            logger.error("run %s of %s: %s", run_id, source.workflow_id, message)
             break
         except Exception as err:  # the client must get a terminal event, whatever broke
             if attempt < READ_ATTEMPTS:

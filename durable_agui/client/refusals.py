@@ -82,6 +82,19 @@ def worker_unavailable() -> ThreadRefused:
     )
 
 
+def workflow_task_failing(workflow_id: str, attempt: int) -> ThreadRefused:
+    """The thread's workflow task keeps failing (at ``attempt``): Temporal is up, the thread
+    answers nothing until its cause is fixed."""
+    return ThreadRefused(
+        503,
+        ErrorType.WORKFLOW_TASK_FAILING,
+        f"the thread's workflow {workflow_id} fails its workflow task (attempt {attempt}): "
+        "see the worker's log and the workflow's page in the Temporal UI; it answers again "
+        "once a worker runs it without failing (a fixed worker, or temporal workflow reset)",
+        retry=False,
+    )
+
+
 def from_rpc_error(err: RPCError, thread_id: str | None = None) -> ThreadRefused:
     """The refusal for a Temporal RPC failure on the way to a thread.
 

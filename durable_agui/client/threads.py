@@ -28,11 +28,17 @@ from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.client.refusals import from_temporal_error, thread_not_found
+from durable_agui.client.recovery import recover
+from durable_agui.client.refusals import (
+    from_temporal_error,
+    thread_not_found,
+    workflow_task_failing,
+)
 from durable_agui.client.run_events import new_threads_log_id
 from durable_agui.core.contract import (
     AGENT_NAME,
@@ -70,11 +76,22 @@ ROLLOVER_PAUSE = timedelta(milliseconds=200)
 CANCEL_WAIT = timedelta(seconds=10)
 """How long ``POST /cancel`` waits for the run to reach its next safe point."""
 
+FAILING_ATTEMPTS = 3
+"""A pending workflow task at this attempt or later has failed twice or more: the thread is
+stuck, not slow (Temporal retries a failed workflow task at once, then backs off)."""
+UNANSWERED = frozenset(
+    {ErrorType.TEMPORAL_UNAVAILABLE, ErrorType.WORKER_UNAVAILABLE, ErrorType.UPDATE_FAILED}
+)
+"""Refusals that say only that the thread did not answer: worth a look at its workflow."""
+
 T = TypeVar("T")
 
 
-async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
-    """``send()``, again while the thread rolls over; Temporal errors as refusals."""
+async def _call(
+    client: Client, workflow_id: str, thread_id: str, send: Callable[[], Awaitable[T]]
+) -> T:
+    """``send()``, again while the thread rolls over; Temporal errors as refusals (a thread
+    whose workflow task keeps failing as ``WorkflowTaskFailing``)."""
     for _ in range(ROLLOVER_RETRIES):
         try:
             return await send()
@@ -83,10 +100,32 @@ async def _call(thread_id: str, send: Callable[[], Awaitable[T]]) -> T:
             if isinstance(cause, ApplicationError) and cause.type == ErrorType.ROLLING_OVER:
                 await asyncio.sleep(ROLLOVER_PAUSE.total_seconds())
                 continue
-            raise from_temporal_error(err, thread_id) from err
+            raise await _diagnosed(
+                client, workflow_id, from_temporal_error(err, thread_id)
+            ) from err
         except (RPCError, ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
-            raise from_temporal_error(err, thread_id) from err
+            raise await _diagnosed(
+                client, workflow_id, from_temporal_error(err, thread_id)
+            ) from err
     raise ThreadRefused(429, ErrorType.ROLLING_OVER, "the thread is busy continuing as new; retry")
+
+
+async def _diagnosed(client: Client, workflow_id: str, refusal: ThreadRefused) -> ThreadRefused:
+    """``refusal``, or ``WorkflowTaskFailing`` when the thread did not answer because its
+    workflow task keeps failing (its pending task is at attempt ``FAILING_ATTEMPTS`` or
+    more): Temporal is up, the thread is not, and retrying will not change that."""
+    if refusal.type not in UNANSWERED:
+        return refusal
+    try:
+        description = await client.get_workflow_handle(workflow_id).describe(
+            rpc_timeout=READ_TIMEOUT
+        )
+    except RPCError:
+        return refusal
+    task = description.raw_description.pending_workflow_task
+    if description.status != WorkflowExecutionStatus.RUNNING or task.attempt < FAILING_ATTEMPTS:
+        return refusal
+    return workflow_task_failing(workflow_id, task.attempt)
 
 
 def _digest(request: RunRequest) -> str:
@@ -120,6 +159,8 @@ async def submit_run(
             except RPCError as err:
                 if err.status != RPCStatusCode.NOT_FOUND:
                     raise
+                if await recover(client, workflow_id):
+                    return await answer()  # once: the reset workflow is running
                 unknown = (
                     request.tool_results[0].tool_call_id
                     if request.tool_results
@@ -133,32 +174,46 @@ async def submit_run(
                 ) from None
             return accepted
 
-        return await _call(thread_id, answer)
+        return await _call(client, workflow_id, thread_id, answer)
 
     log_id = await new_threads_log_id(settings)
+    # A closed thread is started again (after its deletion or expiry), except one that
+    # Temporal terminated at its history limit, which is reset instead (``recovery``): the
+    # first attempt refuses to start over a closed run, to find out which.
+    reuse = WorkflowIDReusePolicy.REJECT_DUPLICATE
 
     async def send() -> RunAccepted:
+        nonlocal reuse
         # A new start operation each attempt: one that was sent cannot be sent again (a
         # retry while the thread rolls over or is deleted would fail with RuntimeError).
-        accepted: RunAccepted = await client.execute_update_with_start_workflow(
-            "submit_run",
-            request,
-            start_workflow_operation=_start_operation(
-                settings, thread_id, workflow_id, request, log_id
-            ),
-            id=update_id,
-            result_type=RunAccepted,
-        )
+        start = _start_operation(settings, thread_id, workflow_id, request, log_id, reuse)
+        try:
+            accepted: RunAccepted = await client.execute_update_with_start_workflow(
+                "submit_run",
+                request,
+                start_workflow_operation=start,
+                id=update_id,
+                result_type=RunAccepted,
+            )
+        except WorkflowAlreadyStartedError:
+            if not await recover(client, workflow_id):
+                reuse = WorkflowIDReusePolicy.ALLOW_DUPLICATE
+            return await send()
         return accepted
 
-    return await _call(thread_id, send)
+    return await _call(client, workflow_id, thread_id, send)
 
 
 def _start_operation(
-    settings: Settings, thread_id: str, workflow_id: str, request: RunRequest, log_id: str | None
+    settings: Settings,
+    thread_id: str,
+    workflow_id: str,
+    request: RunRequest,
+    log_id: str | None,
+    reuse: WorkflowIDReusePolicy,
 ) -> WithStartWorkflowOperation[Any, Any]:
     """How a run's update-with-start creates its thread, when there is none yet (on the
-    event log ``log_id``, when not ``None``)."""
+    event log ``log_id``, when not ``None``; over a closed run as ``reuse`` allows)."""
     return WithStartWorkflowOperation(
         WORKFLOW_TYPE,
         ThreadInput(
@@ -168,6 +223,7 @@ def _start_operation(
             owner=request.principal,
             answer_timeout_s=settings.answer_timeout_s,
             turns_per_workflow_run=settings.turns_per_workflow_run,
+            history_bound_bytes=settings.history_bound_bytes,
             search_attributes=settings.search_attributes,
             tags_indexed=settings.search_attributes,
             webhook_attempts=settings.webhook_attempts if settings.webhook_url else 0,
@@ -178,6 +234,7 @@ def _start_operation(
         ),
         id=workflow_id,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=reuse,
         task_queue=settings.task_queue,
         search_attributes=TypedSearchAttributes(
             [
@@ -207,6 +264,8 @@ async def submit_tool_results(
     """Answers by REST; 404 for a thread ``request.principal`` has not (or that is gone)."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
     return await _call(
+        client,
+        handle.id,
         thread_id,
         lambda: handle.execute_update(
             "submit_tool_results", request, result_type=ToolResultsAccepted
@@ -223,6 +282,8 @@ async def cancel_run(
     the outcome)."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
     update = await _call(
+        client,
+        handle.id,
         thread_id,
         lambda: handle.start_update(
             "cancel_run",
@@ -248,6 +309,8 @@ async def delete_thread(client: Client, thread_id: str, principal: str) -> bool:
     ``principal`` has not, or one already being deleted."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
     update = await _call(
+        client,
+        handle.id,
         thread_id,
         lambda: handle.start_update(
             "delete_thread",
@@ -276,13 +339,15 @@ async def thread_state(client: Client, thread_id: str, principal: str) -> Thread
                 # The read met the end of a run that continued as new: read the new one.
                 await asyncio.sleep(ROLLOVER_PAUSE.total_seconds())
                 continue
+            if err.status == RPCStatusCode.NOT_FOUND and await recover(client, handle.id):
+                continue
             raise from_temporal_error(err, thread_id) from err
         except (
             ApplicationError,
             WorkflowUpdateFailedError,
             WorkflowUpdateRPCTimeoutOrCancelledError,
         ) as err:
-            raise from_temporal_error(err, thread_id) from err
+            raise await _diagnosed(client, handle.id, from_temporal_error(err, thread_id)) from err
     raise thread_not_found(thread_id)
 
 
@@ -302,6 +367,8 @@ async def set_metadata(
     """Replace the thread's title and tags; 404 for a thread ``principal`` has not."""
     handle = client.get_workflow_handle(workflow_id_for(thread_id, principal))
     result: ThreadMetadata = await _call(
+        client,
+        handle.id,
         thread_id,
         lambda: handle.execute_update(
             "set_metadata",

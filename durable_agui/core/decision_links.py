@@ -9,7 +9,10 @@ call's wire id), the decision (``approve`` or ``deny``) and the delivery that ca
 expiring with the approval (``exp`` = its ``expiresAt``). A token altered in any claim, or
 signed with another key, does not verify. An ``approve`` link exists only where the
 approval's ``responseSchema`` accepts the fixed answer ``{}`` (the person picks nothing on
-the page); a ``deny`` link always does. Each link records its own decision only: its page
+the page) and its arguments are shown (a call whose arguments workflow state could not keep,
+``argsOmitted``, is never approved unseen); a ``deny`` link always does. A key being replaced
+keeps verifying the links it signed until the moment the operator sets
+(``decision_link_previous_key_until``). Each link records its own decision only: its page
 offers no other. A person's comment is the payload's ``comment`` (a denial's always, an
 approval's where the schema accepts it). A link works once: the thread judges its decision
 as every other answer, and remembers which link decided (``LinkDecision.link_id``).
@@ -99,25 +102,32 @@ def sign(key: str, link: DecisionLink) -> str:
     return jwt.encode(claims, key, algorithm=_ALGORITHM)
 
 
-def read(key: str, token: str) -> DecisionLink:
-    """The link ``token`` is.
+def read(key: str, token: str, previous: tuple[str, ...] = ()) -> DecisionLink:
+    """The link ``token`` is, signed with ``key`` or one of the ``previous`` keys (those
+    still verifying: a key being replaced).
 
     Raises:
-        LinkRefused: not signed with ``key``, altered, not a decision link, or
+        LinkRefused: not signed with any of them, altered, not a decision link, or
             (``expired``) past its ``exp``.
     """
-    try:
-        claims = jwt.decode(
-            token,
-            key,
-            algorithms=[_ALGORITHM],
-            audience=_AUDIENCE,
-            options={"require": ["exp", "jti", "aud"]},
-        )
-    except jwt.ExpiredSignatureError:
-        raise LinkRefused("this link has expired", expired=True) from None
-    except jwt.PyJWTError:
-        raise LinkRefused("this is not a valid decision link") from None
+    for attempt in (key, *previous):
+        try:
+            claims = jwt.decode(
+                token,
+                attempt,
+                algorithms=[_ALGORITHM],
+                audience=_AUDIENCE,
+                options={"require": ["exp", "jti", "aud"]},
+            )
+            break
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.ExpiredSignatureError:
+            raise LinkRefused("this link has expired", expired=True) from None
+        except jwt.PyJWTError:
+            raise LinkRefused("this is not a valid decision link") from None
+    else:
+        raise LinkRefused("this is not a valid decision link")
     try:
         link = DecisionLink(
             thread_id=str(claims["thr"]),
@@ -142,11 +152,14 @@ def _decision(value: object) -> Decision:
     raise ValueError(value)
 
 
-def offered(response_schema: dict[str, Any] | None) -> tuple[Decision, ...]:
-    """The decisions an approval gets links for: ``deny`` always, ``approve`` where
-    ``response_schema`` accepts ``FIXED_ANSWER`` (a schema that is not valid JSON Schema
-    accepts nothing)."""
-    return DECISIONS if _accepts(response_schema, FIXED_ANSWER) else ("deny",)
+def offered(
+    response_schema: dict[str, Any] | None, args_shown: bool = True
+) -> tuple[Decision, ...]:
+    """The decisions an approval gets links for: ``deny`` always, ``approve`` where its
+    arguments are shown (``args_shown``) and ``response_schema`` accepts ``FIXED_ANSWER`` (a
+    schema that is not valid JSON Schema accepts nothing)."""
+    approvable = args_shown and _accepts(response_schema, FIXED_ANSWER)
+    return DECISIONS if approvable else ("deny",)
 
 
 def approval_payload(response_schema: dict[str, Any] | None, comment: str | None) -> Any:
@@ -176,16 +189,20 @@ def _accepts(response_schema: dict[str, Any] | None, payload: Any) -> bool:
 
 
 def links(
-    key: str, base_url: str, approval: DecisionLink, schema: dict[str, Any] | None
+    key: str,
+    base_url: str,
+    approval: DecisionLink,
+    schema: dict[str, Any] | None,
+    args_shown: bool = True,
 ) -> dict[str, str]:
     """The decision links of one approval, by decision (``{"approve": url, "deny": url}``,
-    as ``offered`` by its ``responseSchema`` ``schema``). ``approval``: the links' claims
-    (its ``decision`` is replaced); ``base_url``: where people reach the API
-    (``Settings.public_url``, with the prefix it is mounted at)."""
+    as ``offered`` by its ``responseSchema`` ``schema`` and ``args_shown``). ``approval``:
+    the links' claims (its ``decision`` is replaced); ``base_url``: where people reach the
+    API (``Settings.public_url``, with the prefix it is mounted at)."""
     root = base_url.rstrip("/")
     return {
         decision: f"{root}/decisions/{sign(key, approval.sibling(decision))}"
-        for decision in offered(schema)
+        for decision in offered(schema, args_shown)
     }
 
 
@@ -193,7 +210,8 @@ def body_links(key: str, base_url: str, body: dict[str, Any], delivery: str) -> 
     """A ``thread.waiting`` webhook body with ``decisionLinks`` added to each interrupt, for
     delivery ``delivery`` (its ``Idempotency-Key``). ``body``: as
     ``workflows.thread.notifications`` builds it (``threadId``, ``owner``, ``interrupts``
-    with ``id``, ``toolCallId``, ``responseSchema`` and ``expiresAt`` as ISO 8601 text)."""
+    with ``id``, ``toolCallId``, ``responseSchema``, ``argsOmitted`` and ``expiresAt`` as
+    ISO 8601 text)."""
     interrupts = [
         {
             **interrupt,
@@ -210,6 +228,7 @@ def body_links(key: str, base_url: str, body: dict[str, Any], delivery: str) -> 
                     expires_at=datetime.fromisoformat(interrupt["expiresAt"]),
                 ),
                 interrupt.get("responseSchema"),
+                not interrupt.get("argsOmitted", False),
             ),
         }
         for interrupt in body.get("interrupts", [])

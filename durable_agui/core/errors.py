@@ -97,6 +97,12 @@ class ErrorType(StrEnum):
     INVALID_REQUEST = "InvalidRequest"
     """A body, path or query that fails validation (422; ``errors`` lists the fields)."""
     INVALID_JSON = "InvalidJson"
+    UNKNOWN_SIGNAL = "UnknownSignal"
+    """A signal the thread has no use for: a name it does not take, or one of the workflow
+    stream's own on a thread whose events are in the event log (recorded, never applied)."""
+    WRONG_INPUT_COUNT = "WrongInputCount"
+    """A signal sent with no input, or with more than one (recorded; the payload is one JSON
+    body)."""
     INVALID_TEXT = "InvalidText"
     """Text that is not valid Unicode (a lone surrogate)."""
     TOO_DEEP = "TooDeep"
@@ -131,6 +137,10 @@ class ErrorType(StrEnum):
     UPDATE_FAILED = "UpdateFailed"
     """The thread refused a request for a reason that is not one of its own types."""
     WORKER_UNAVAILABLE = "WorkerUnavailable"
+    WORKFLOW_TASK_FAILING = "WorkflowTaskFailing"
+    """The thread's workflow task fails again and again (a bug, or a worker that cannot run
+    it): Temporal is up, the thread answers nothing until the cause is fixed (503, with the
+    workflow id and where to look)."""
     NO_WORKER_FOR_AGENT = "NoWorkerForAgent"
     """No worker serves the run's agent: none polls its task queue (503, before the
     stream; ``api/agent_workers.py``)."""

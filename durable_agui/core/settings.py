@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -145,6 +146,13 @@ class Settings(BaseSettings):
     """A thread continues as new (a fresh workflow history) after this many turns, at its
     next idle moment; it also does whenever Temporal suggests it."""
 
+    history_bound_bytes: int = Field(default=10 * 1024 * 1024, ge=100_000, le=40_000_000)
+    """A thread continues as new once its history holds this many bytes, even where the
+    server suggests it later (Temporal's default suggestion is at 4 MiB, its hard limit
+    50 MB, where it terminates the workflow); while its history is past the bound, a busy
+    thread takes no new run until its queue has drained. Applies to threads started
+    afterwards."""
+
     search_attributes: bool = True
     """Threads keep the ``ThreadStatus``, ``AgentName`` and ``PendingToolCalls`` search
     attributes current. ``durable-agui dev`` registers them; on another server register
@@ -207,6 +215,13 @@ class Settings(BaseSettings):
     (``durable_agui.core.decision_links``). Unset (the default): no links, and
     ``/decisions/...`` answers 404. Workers and API need the same key; requires
     ``public_url``."""
+    decision_link_previous_key: SecretStr | None = None
+    """The key ``decision_link_key`` replaces: links it signed keep working until
+    ``decision_link_previous_key_until`` (a key rotation loses no link already mailed)."""
+    decision_link_previous_key_until: datetime | None = None
+    """When ``decision_link_previous_key`` stops verifying (ISO 8601, with a time zone);
+    required with it. Links expire with their approvals anyway: the longest answer timeout
+    after the rotation is enough."""
     public_url: str | None = None
     """Where people reach this API, with the prefix it is mounted at
     (``https://agents.example.com/ai``): the base of decision links."""
@@ -325,7 +340,28 @@ class Settings(BaseSettings):
             )
         if self.public_url is None:
             raise ValueError("DURABLE_AGUI_DECISION_LINK_KEY needs DURABLE_AGUI_PUBLIC_URL")
+        previous = self.decision_link_previous_key
+        if previous is not None:
+            if len(previous.get_secret_value().strip().encode()) < MIN_KEY_BYTES:
+                raise ValueError(
+                    f"DURABLE_AGUI_DECISION_LINK_PREVIOUS_KEY must be at least {MIN_KEY_BYTES} "
+                    "bytes"
+                )
+            until = self.decision_link_previous_key_until
+            if until is None or until.tzinfo is None:
+                raise ValueError(
+                    "DURABLE_AGUI_DECISION_LINK_PREVIOUS_KEY needs "
+                    "DURABLE_AGUI_DECISION_LINK_PREVIOUS_KEY_UNTIL, a time with its zone "
+                    "(2027-01-31T00:00:00Z)"
+                )
         return self
+
+    def decision_link_previous_keys(self, now: datetime) -> tuple[str, ...]:
+        """The previous decision-link keys that still verify at ``now``."""
+        previous, until = self.decision_link_previous_key, self.decision_link_previous_key_until
+        if previous is None or until is None or now >= until:
+            return ()
+        return (previous.get_secret_value(),)
 
     @field_validator("media_fetch_hosts")
     @classmethod

@@ -45,13 +45,21 @@ from durable_agui.core.contract import (
 from durable_agui.translation.content import render_tool_result
 from durable_agui.translation.reasoning import ReasoningStream
 from durable_agui.translation.tool_streams import ToolStreams
+from durable_agui.translation.undeclared_tools import undeclared_tool_event
 
 MAX_ARGS_IN_STATE = 16_384
 """Arguments of one open call larger than this (JSON characters) stay out of workflow state
 and history (``argsOmitted``); the session and the stream have them."""
 MAX_ARGS_PER_BATCH = 65_536
-"""Arguments of a batch's open calls kept in workflow state, all together (JSON characters);
-calls past it are kept with ``argsOmitted`` too."""
+"""Arguments of a batch's open calls kept in workflow state, all together (JSON characters):
+each call's own share (``ARGS_SHARE_PER_CALL``) plus a pool the larger ones draw on in call
+order; a call past both is kept with ``argsOmitted`` too."""
+ARGS_SHARE_PER_CALL = MAX_ARGS_PER_BATCH // 2 // MAX_OPEN_CALLS
+"""Arguments up to this size (512 JSON characters) are always kept: half the batch's budget
+is set aside, a share for each call a batch may hold, so a small call is never hidden by
+large neighbours (a person approving it must see what they approve)."""
+ARGS_POOL = MAX_ARGS_PER_BATCH - ARGS_SHARE_PER_CALL * MAX_OPEN_CALLS
+"""What the calls larger than their share draw on, in call order."""
 
 
 def mint_wire_id() -> str:
@@ -85,17 +93,24 @@ class _OpenCallBudget:
     theirs that workflow state keeps."""
 
     open_calls: int = 0
-    args_kept: int = 0
+    pool_used: int = 0
 
     def keeps(self, args_size: int) -> bool:
-        """Whether arguments of ``args_size`` JSON characters fit in workflow state."""
-        return args_size <= MAX_ARGS_IN_STATE and self.args_kept + args_size <= MAX_ARGS_PER_BATCH
+        """Whether arguments of ``args_size`` JSON characters fit in workflow state: within
+        the call's own share, or in what is left of the pool (and ``MAX_ARGS_IN_STATE``); a
+        call past ``MAX_OPEN_CALLS`` is not offered, and keeps none."""
+        if self.open_calls >= MAX_OPEN_CALLS:
+            return False
+        if args_size <= ARGS_SHARE_PER_CALL:
+            return True
+        return args_size <= MAX_ARGS_IN_STATE and self.pool_used + args_size <= ARGS_POOL
 
     def offer(self, args_kept: int) -> bool:
         """Count one more open call (keeping ``args_kept`` characters of arguments); whether
         it is offered to the client (at most ``MAX_OPEN_CALLS`` per message)."""
         self.open_calls += 1
-        self.args_kept += args_kept
+        if args_kept > ARGS_SHARE_PER_CALL:
+            self.pool_used += args_kept
         return self.open_calls <= MAX_OPEN_CALLS
 
 
@@ -115,12 +130,16 @@ class TurnTranslator:
         approvals: dict[str, ApprovalRule],
         attempt: int = 1,
         predict_state: Sequence[PredictState] = (),
+        known_tool_names: set[str] | None = None,
     ) -> None:
         # Message ids carry the attempt: a retried turn's messages are new messages.
         self._id_prefix = f"{run_id}-a{attempt}"
         self._frontend = frontend_tool_names
         self._approvals = approvals
         self._predict_state = tuple(predict_state)
+        self._known = known_tool_names  # every tool the turn offers (None: not checked)
+        self.undeclared: list[ToolCallRecord] = []
+        """Calls to a tool the turn does not offer (``undeclared_tools``)."""
         self._text_message_id: str | None = None
         # The model message being streamed, as the raw chunks tell it: its id (the text's,
         # or one minted for its calls), the wire ids of its calls so far (in order: the
@@ -285,6 +304,9 @@ class TurnTranslator:
             if wire_id is None:
                 parent_id = parent_id or self._next_message_id()
                 events += self._stream_whole(record, args_json, parent_id)
+            if self._known is not None and record.tool_name not in self._known:
+                self.undeclared.append(record)
+                events.append(undeclared_tool_event(record.wire_id, record.tool_name))
             self._tool_streams.parents[record.native_id] = parent_id
         self._message_id, self._message_calls = None, []
         return events

@@ -59,6 +59,11 @@ turn (``TurnInput.answers``), which writes them before it runs: one activity and
 workflow task fewer per round trip. Histories recorded before it wrote them with
 ``reconcile_session`` first. Asked once per workflow run, at its first turn (or first
 continuation), so its marker lands beside the turn's own."""
+PATCH_HISTORY_BOUND = "continue-as-new-at-the-history-bound"
+"""workflow.patched id: a thread continues as new once its history passes
+``lifecycle.HISTORY_BYTES_BOUND`` or ``HISTORY_EVENTS_BOUND``, even where the server
+suggests it later (histories recorded before it waited for the suggestion). Asked only
+when a history is past a bound and the server has not suggested it."""
 
 SETTLED_PATCHES = frozenset(
     {

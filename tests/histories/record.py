@@ -55,6 +55,7 @@ from durable_agui.core.contract import (
     ResumeAnswer,
     RunRequest,
     ThreadMetadata,
+    ThreadState,
     ToolResult,
     ToolResultsRequest,
     TurnInput,
@@ -341,6 +342,58 @@ async def signalled(env: WorkflowEnvironment, settings: Settings, thread: str) -
     assert [r.type for r in state.refused_signals] == ["UnknownToolCall"], state
     events = await run_events(env.client, thread, state.finished_run_ids[-1])
     assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+
+
+async def signals_refused(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Signals the thread cannot take, each refused and recorded (no input, two inputs, a
+    name it does not take, the workflow stream's publish with no input), then the frontend
+    call's result by signal."""
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    await handle.signal("tool_results")
+    await handle.signal("approval_decisions", args=[{"resume": []}, {}])
+    await handle.signal("tool_result", {"results": []})
+    await handle.signal("__temporal_workflow_stream_publish")
+    await handle.signal("tool_results", {"results": [{"toolCallId": wire_id, "content": "yes"}]})
+    state = await finished(env.client, thread, 2)
+    assert [r.type for r in state.refused_signals] == [
+        "WrongInputCount", "WrongInputCount", "UnknownSignal", "WrongInputCount",
+    ], state  # fmt: skip
+
+
+async def history_bound(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A thread whose history passes its own bound (100 kB, by two refused signals of 60 kB)
+    while a frontend call waits: it continues as new, the call still waiting, and the
+    answer continues it in the new run."""
+    settings.history_bound_bytes = 100_000
+    await start_run(
+        env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
+    )
+    (wire_id,) = await pending(env.client, thread, "r1")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    for n in range(2):
+        unknown = {"results": [{"toolCallId": "call_nope", "content": f"{n}" * 60_000}]}
+        await handle.signal("tool_results", unknown)
+    for _ in range(600):
+        if len(await chain_of_runs(env.client, workflow_id_for(thread))) == 2:
+            break
+        await asyncio.sleep(0.05)
+    await handle.signal("tool_results", {"results": [{"toolCallId": wire_id, "content": "yes"}]})
+    state = await finished(env.client, thread, 2)
+    assert len(await chain_of_runs(env.client, workflow_id_for(thread))) == 2, state
+
+
+async def finished(client: Client, thread: str, runs: int) -> ThreadState:
+    """The thread's state once ``runs`` runs have finished and none is in progress."""
+    for _ in range(600):
+        state = await thread_state(client, thread)
+        if len(state.finished_run_ids) == runs and state.current_run_id is None:
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"thread {thread} did not finish {runs} runs: {state}")
 
 
 async def webhooks(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -646,6 +699,8 @@ SCENARIOS: dict[str, Scenario] = {
     "deletion": deletion,
     "early_answer": early_answer,
     "signalled": signalled,
+    "signals_refused": signals_refused,
+    "history_bound": history_bound,
     "webhooks": webhooks,
     "idle_expiry": idle_expiry,
     "regenerate": regenerate,

@@ -59,6 +59,7 @@ async def show_decision(token: str, settings: SettingsDep, client: TemporalDep) 
     try:
         _, link = _link(settings, token)
         interrupt = _waiting(await _state(client, link), link)
+        _check_shown(interrupt, link)
     except PageRefusal as refused:
         return refused.response
     expires = link.expires_at.strftime("%d %B %Y, %H:%M UTC")
@@ -75,6 +76,7 @@ async def record_decision(
         _, link = _link(settings, token)
         comment = _comment(await request.body())
         interrupt = _waiting(await _state(client, link), link)
+        _check_shown(interrupt, link)
         return await _record(client, link, interrupt, comment)
     except PageRefusal as refused:
         return refused.response
@@ -113,7 +115,42 @@ async def _record(
         raise PageRefusal(
             refusal(409, "This approval was already decided", "It was decided the same way.")
         )
+    if accepted.run_id is not None and await _deleted(client, link):
+        # A deletion that came just after the decision: the agent will not go on.
+        raise PageRefusal(
+            refusal(
+                404,
+                "This thread is gone",
+                "Your decision was recorded, then the conversation was deleted; the agent "
+                "will not go on.",
+            )
+        )
     return decision_page.recorded(link.decision, comment, accepted.run_id)
+
+
+async def _deleted(client: TemporalDep, link: DecisionLink) -> bool:
+    """Whether the link's thread is gone (or going): a read that answers 404."""
+    try:
+        await thread_state(client, link.thread_id, link.owner)
+    except ThreadRefused as refused:
+        return refused.status == 404
+    return False
+
+
+def _check_shown(interrupt: OpenInterrupt, link: DecisionLink) -> None:
+    """Refuse to approve what the page cannot show: arguments workflow state could not keep
+    (``argsOmitted``) get deny links only, and an approve link minted before that rule held
+    is refused here."""
+    if link.decision == "approve" and interrupt.args_omitted:
+        raise PageRefusal(
+            refusal(
+                409,
+                "This approval cannot be approved from a link",
+                "Its arguments are too large to show on this page, and nobody approves what "
+                "they cannot see: deny it from its deny link, or approve it where the "
+                "thread's messages are shown.",
+            )
+        )
 
 
 def _link(settings: Settings, token: str) -> tuple[str, DecisionLink]:
@@ -122,8 +159,9 @@ def _link(settings: Settings, token: str) -> tuple[str, DecisionLink]:
         raise PageRefusal(
             refusal(404, "Decision links are off", "This server signs no decision links.")
         )
+    previous = settings.decision_link_previous_keys(datetime.now(UTC))
     try:
-        return key.get_secret_value(), read(key.get_secret_value(), token)
+        return key.get_secret_value(), read(key.get_secret_value(), token, previous)
     except LinkRefused as refused:
         if refused.expired:
             raise PageRefusal(
@@ -133,7 +171,9 @@ def _link(settings: Settings, token: str) -> tuple[str, DecisionLink]:
             refusal(
                 400,
                 "This link is not valid",
-                "It was changed, or it is not a decision link of this server.",
+                "It was changed or cut short, it is not a decision link of this server, or "
+                "the server's link key was replaced since it was sent. Open the newest "
+                "message about this approval, or decide it in the app that asked you.",
             )
         ) from None
 

@@ -84,9 +84,11 @@ from durable_agui.core.contract.requests import (
     ToolResultsRequest,
 )
 from durable_agui.core.contract.signals import (
+    ANSWER_SIGNALS,
     QUERY_REFUSED_SIGNALS,
     SIGNAL_APPROVAL_DECISIONS,
     SIGNAL_TOOL_RESULTS,
+    STREAM_PUBLISH_SIGNAL,
     AnswersBody,
     PayloadRefused,
     RefusedSignal,
@@ -119,6 +121,7 @@ __all__ = [
     "AGENT_NAME",
     "ANONYMOUS",
     "ANSWERS_WAIT_FOR_THE_STORE",
+    "ANSWER_SIGNALS",
     "HEARTBEAT_EVERY",
     "HEARTBEAT_TIMEOUT",
     "MAX_CALLS_PER_TURN",
@@ -142,6 +145,7 @@ __all__ = [
     "SIGNAL_TOOL_RESULTS",
     "SNAPSHOT_MESSAGE_ID",
     "STREAMED_MESSAGE_ID",
+    "STREAM_PUBLISH_SIGNAL",
     "THREAD_ERROR_TYPES",
     "THREAD_ID_PATTERN",
     "THREAD_LAST_ACTIVITY",

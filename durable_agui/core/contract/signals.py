@@ -29,6 +29,11 @@ SIGNAL_TOOL_RESULTS = "tool_results"
 """Signal name: results for frontend calls (``{"results": [...]}``, resume entries too)."""
 SIGNAL_APPROVAL_DECISIONS = "approval_decisions"
 """Signal name: decisions on approvals (``{"resume": [...]}``, results too)."""
+ANSWER_SIGNALS = (SIGNAL_TOOL_RESULTS, SIGNAL_APPROVAL_DECISIONS)
+"""The signals that answer: each takes one input, the REST body."""
+STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
+"""``temporalio.contrib.workflow_streams``' publish signal: taken only by threads still on
+their workflow stream (their turns publish with it); the others refuse it."""
 QUERY_REFUSED_SIGNALS = "refused_signals"
 """Query name: the signals the thread refused, newest last (``RefusedSignal``)."""
 

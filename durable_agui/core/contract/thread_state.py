@@ -298,6 +298,9 @@ class ThreadInput(BaseModel):
     scoped by principal) means ``thread_id``."""
     answer_timeout_s: float = 24 * 3600
     turns_per_workflow_run: int = 100
+    history_bound_bytes: int | None = None
+    """History size at which the thread continues as new whatever the server suggests
+    (``Settings.history_bound_bytes``); ``None``: ``lifecycle.HISTORY_BYTES_BOUND``."""
     search_attributes: bool = False
     """Keep ``SEARCH_ATTRIBUTES`` current; only where the server has them registered."""
     tags_indexed: bool = False

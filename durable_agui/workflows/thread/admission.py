@@ -9,7 +9,9 @@ one table. The rules (ours, README "Human in the loop" and "Double texting"):
   exactly what a thread that does not exist answers (``ThreadNotFound``);
 - a run belongs to the thread's agent; a known ``runId`` is a client's retry when its body
   is the same (taken as the same run), and refused when it is not;
-- while the thread continues as new, or is deleted, requests are told to retry;
+- while the thread continues as new, or is deleted, requests are told to retry; so are
+  new runs while a thread whose history is full still has runs to finish (its queue
+  drains, then it continues as new: queued runs are not carried, ``lifecycle``);
 - ``reject`` refuses a run while another runs or waits; at most ``MAX_QUEUED_RUNS`` queue;
 - a message id is taken once with one content (an edit is the exception that proves it);
 - answers are judged by the open batch, as from every channel (``answers``), and an
@@ -54,6 +56,9 @@ class ThreadView:
     current_run_id: str | None
     deleting: bool
     rolling_over: bool
+    history_full: bool = False
+    """The history asks for a new workflow run (``lifecycle``): a busy thread drains its
+    queue first, taking no new run."""
 
     @property
     def busy(self) -> bool:
@@ -109,10 +114,20 @@ def check_run(view: ThreadView, request: RunRequest) -> None:
             type=ErrorType.RUN_ID_REUSED,
         )
     check_not_rolling_over(view)
+    _check_not_draining(view)
     _check_room(view, request)
     check_message_ids(view, request)
     check_answers(view, request.tool_results, request.resume)
     _check_approvals_answered(view, request)
+
+
+def _check_not_draining(view: ThreadView) -> None:
+    if view.history_full and view.busy:
+        raise ApplicationError(
+            "the thread's history is full: it finishes the runs it has, then continues as "
+            "new; send the run again",
+            type=ErrorType.ROLLING_OVER,
+        )
 
 
 def _check_room(view: ThreadView, request: RunRequest) -> None:

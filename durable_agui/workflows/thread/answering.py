@@ -4,12 +4,14 @@
 ``submit_tool_results`` (an update: refused before anything is written, answered with what
 was taken) and the signals ``tool_results`` and ``approval_decisions`` (same payload as the
 REST body; a signal cannot reply, so what is refused is recorded where an operator looks).
+Every signal reaches one handler with its inputs raw, so no name, count or payload can fail
+the workflow task.
 What an answer is, and when it waits, is ``answers``' to say; this carries it out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -18,8 +20,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
         QUERY_REFUSED_SIGNALS,
-        SIGNAL_APPROVAL_DECISIONS,
-        SIGNAL_TOOL_RESULTS,
+        STREAM_PUBLISH_SIGNAL,
         AnswersBody,
         RefusedSignal,
         ResumeAnswer,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.workflows.telemetry import ThreadTelemetry
     from durable_agui.workflows.thread import admission, answers
     from durable_agui.workflows.thread.admission import ThreadView
+    from durable_agui.workflows.thread.events import ThreadEvents
 
 
 class ThreadAnswers:
@@ -42,6 +44,7 @@ class ThreadAnswers:
     _book: ThreadCarry
     _batch: ToolCallBatch
     _telemetry: ThreadTelemetry
+    _events: ThreadEvents
     _current_run_id: str | None
     # What the workflow's other halves provide (declared, not defined: the MRO finds them).
     _take: Callable[[list[ToolResult], list[ResumeAnswer]], list[str]]  # RunSteps'
@@ -64,17 +67,22 @@ class ThreadAnswers:
     def _validate_tool_results(self, request: ToolResultsRequest) -> None:
         admission.check_tool_results(self._view(), request)
 
-    # Raw payloads: the thread parses them itself, so that one the data converter could not
-    # decode is refused visibly instead of dropped by the SDK (``AnswersBody.from_payload``).
-    @workflow.signal(name=SIGNAL_TOOL_RESULTS)
-    async def tool_results(self, payload: RawValue) -> None:
-        """Results for frontend calls (the REST body: ``{"results": [...]}``)."""
-        await self._answer_by_signal(SIGNAL_TOOL_RESULTS, payload)
-
-    @workflow.signal(name=SIGNAL_APPROVAL_DECISIONS)
-    async def approval_decisions(self, payload: RawValue) -> None:
-        """Decisions on approvals (the REST body: ``{"resume": [...]}``)."""
-        await self._answer_by_signal(SIGNAL_APPROVAL_DECISIONS, payload)
+    # One handler for every signal, its inputs raw: a named handler's arguments are bound
+    # before it runs, so a signal with no input or two would fail the workflow task on every
+    # replay, and a payload the data converter could not decode would be dropped by the SDK.
+    # The thread parses each itself and refuses visibly (``answers.signal_body``).
+    @workflow.signal(dynamic=True)
+    async def signal(self, name: str, inputs: Sequence[RawValue]) -> None:
+        """Every signal sent to the thread, whatever its name and number of inputs:
+        ``tool_results`` and ``approval_decisions`` answer (one input, the REST body); the
+        workflow stream's publish signal is taken by a thread still on its stream; anything
+        else is refused and recorded."""
+        if name == STREAM_PUBLISH_SIGNAL and not self._events.event_log:
+            refused = self._events.publish_signalled(inputs)
+            if refused is not None:
+                self._refuse_signal(answers.refusal(workflow.now(), name, refused, None))
+            return
+        await self._answer_by_signal(name, inputs)
 
     @workflow.query(name=QUERY_REFUSED_SIGNALS)
     def refused_signals(self) -> list[RefusedSignal]:
@@ -94,10 +102,10 @@ class ThreadAnswers:
         self._book.queue.append(answers.continuation(self._agent, run_id, trace_parent()))
         return accepted, run_id
 
-    async def _answer_by_signal(self, signal: str, payload: RawValue) -> None:
+    async def _answer_by_signal(self, signal: str, inputs: Sequence[RawValue]) -> None:
         body: AnswersBody | None = None
         try:
-            body = AnswersBody.from_payload(payload.payload)
+            body = answers.signal_body(signal, [i.payload for i in inputs])
             if answers.waits_for_run(self._view(), body):
                 running = self._current_run_id
                 await workflow.wait_condition(lambda: self._current_run_id != running)

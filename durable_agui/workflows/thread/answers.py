@@ -26,13 +26,15 @@ Pure: no I/O, no ``temporalio.workflow``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from temporalio.api.common.v1 import Payload
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
+    ANSWER_SIGNALS,
     AnswersBody,
     ErrorType,
     LinkDecision,
@@ -47,6 +49,10 @@ from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
     from durable_agui.workflows.thread.admission import ThreadView
 
+MAX_SIGNAL_BYTES = 1_000_000
+"""Largest signal payload the thread parses: the REST body's bound at its default
+(``Settings.max_request_bytes``); a batch takes at most ``MAX_BATCH_ANSWER_BYTES`` of
+answers anyway. A larger one is refused unread (its payload stays in the history only)."""
 KEEP_REFUSED_SIGNALS = 20
 """Refused signals a thread remembers (the newest); older ones are in its history."""
 SHOWN_REFUSALS = 5
@@ -60,6 +66,35 @@ def check_answers(view: ThreadView, results: list[ToolResult], resume: list[Resu
     view.batch.check(
         results, resume, thread_id=view.thread_id, run_in_progress=view.current_run_id is not None
     )
+
+
+def signal_body(name: str, inputs: Sequence[Payload]) -> AnswersBody:
+    """The answers signal ``name`` carries: one of ``ANSWER_SIGNALS``, with exactly one
+    input of at most ``MAX_SIGNAL_BYTES``, the REST body (``AnswersBody.from_payload``).
+
+    Raises:
+        PayloadRefused: ``UnknownSignal`` for another name, ``WrongInputCount`` for none or
+            several inputs, ``RequestTooLarge`` past the bound (not parsed: replaying a
+            burst of large signals stays cheap), or the body's own refusal.
+    """
+    if name not in ANSWER_SIGNALS:
+        raise PayloadRefused(
+            ErrorType.UNKNOWN_SIGNAL,
+            f"this thread takes the signals {', '.join(ANSWER_SIGNALS)}, not this one",
+        )
+    if len(inputs) != 1:
+        raise PayloadRefused(
+            ErrorType.WRONG_INPUT_COUNT,
+            f"the signal has {len(inputs)} inputs; send one, the body "
+            '{"results": [...]} or {"resume": [...]}',
+        )
+    size = len(inputs[0].data)
+    if size > MAX_SIGNAL_BYTES:
+        raise PayloadRefused(
+            ErrorType.REQUEST_TOO_LARGE,
+            f"the signal's payload is {size} bytes; at most {MAX_SIGNAL_BYTES} are taken",
+        )
+    return AnswersBody.from_payload(inputs[0])
 
 
 def check_signalled(view: ThreadView, body: AnswersBody) -> None:
@@ -104,8 +139,19 @@ def refusal(
     else:
         error_type, reason = ErrorType.INVALID_REQUEST, str(refused)
     return RefusedSignal(
-        at=at, signal=signal, type=error_type, reason=reason[:500], ids=answer_ids(body)
+        at=at,
+        signal=signal_name(signal),
+        type=error_type,
+        reason=reason[:500],
+        ids=answer_ids(body),
     )
+
+
+def signal_name(name: str) -> str:
+    """A signal's name as the thread records it: anyone who may signal chooses it, so at
+    most 100 characters, and no backtick (the details quote it in a code span)."""
+    flat = name.replace("`", "'")
+    return flat if len(flat) <= 100 else flat[:99] + "…"
 
 
 def remembered(refused: list[RefusedSignal], new: RefusedSignal) -> list[RefusedSignal]:

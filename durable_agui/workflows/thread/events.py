@@ -13,19 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import BaseEvent
-    from temporalio.contrib.workflow_streams import WorkflowStream
+    from temporalio.contrib.workflow_streams import PublishInput, WorkflowStream
 
     from durable_agui.core.contract import (
+        STREAM_PUBLISH_SIGNAL,
         AppendInput,
+        ErrorType,
         LoggedRunEvent,
+        PayloadRefused,
         ThreadInput,
         event_to_wire,
         run_topic,
@@ -42,6 +47,10 @@ class ThreadEvents:
 
     def __init__(self, start: ThreadInput, telemetry: ThreadTelemetry) -> None:
         self.stream = WorkflowStream(prior_state=start.stream_state)
+        # Its publish signal reaches the thread's one signal handler instead, raw
+        # (``publish_signalled``): bound to a typed argument, a signal with no input would
+        # fail the workflow task on every replay.
+        workflow.set_signal_handler(STREAM_PUBLISH_SIGNAL, None)
         self.event_log = start.event_log
         self.event_log_id = start.event_log_id
         self.outbox: list[LoggedRunEvent] = []
@@ -63,6 +72,21 @@ class ThreadEvents:
         key = f"{workflow.info().run_id}:{self._published}"
         self._published += 1
         self.outbox.append(LoggedRunEvent(run_id=run_id, key=key, data=data))
+
+    def publish_signalled(self, inputs: Sequence[RawValue]) -> ValueError | None:
+        """Take the workflow stream's publish signal (a turn of a thread still on its
+        stream publishes with it); why it is refused, if it is: not exactly one input, or
+        one that is not the stream's ``PublishInput``."""
+        if len(inputs) != 1:
+            return PayloadRefused(
+                ErrorType.WRONG_INPUT_COUNT, f"the signal has {len(inputs)} inputs; send one"
+            )
+        try:
+            batch = workflow.payload_converter().from_payload(inputs[0].payload, PublishInput)
+            self.stream._on_publish(batch)  # the handler the stream registered for itself
+        except Exception as err:  # a payload from outside: whatever fails is refused
+            return PayloadRefused(ErrorType.INVALID_REQUEST, f"not a publish batch: {err}"[:300])
+        return None
 
     def terminal_event(self, run_id: str) -> dict[str, Any] | None:
         """Run ``run_id``'s ``RUN_FINISHED`` or ``RUN_ERROR`` as published (once)."""

@@ -4,9 +4,14 @@ its workflow (continue-as-new).
 The rules (ours, README "Idle threads expire" and Temporal's limits per workflow run): a
 thread with a time-to-live expires that long after its last run ended, unless calls or
 approvals wait for a person (their own deadline comes first). A thread continues as new at
-an idle moment only (no run in progress), when Temporal suggests it or after
-``turns_per_workflow_run`` turns; it carries its whole state, the remembered ids bounded, and
-the events of its last few runs while they fit. Pure: no I/O, no ``temporalio.workflow``.
+an idle moment only (no run in progress), when its history is full (``history_full``: Temporal
+suggests it, or the history passed our own bounds) or after ``turns_per_workflow_run``
+turns; it carries its whole state, the remembered ids bounded, and the events of its last
+few runs while they fit. Queued runs are not carried (they would not fit the payload
+limit), so a thread whose history is full takes no new run while it is busy
+(``admission``): its queue drains, then it continues as new, long before Temporal's hard
+limits (51,200 events, 50 MB), where the server terminates a workflow and every run it
+had accepted is lost. Pure: no I/O, no ``temporalio.workflow``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,14 @@ from durable_agui.workflows.bounds import recent
 
 MAX_CARRY_BYTES = 1_000_000
 """Continue-as-new input budget (Temporal refuses payloads over ~2 MB)."""
+HISTORY_BYTES_BOUND = 10 * 1024 * 1024
+"""History size at which a thread continues as new whatever the server suggests (its
+default suggestion comes at 4 MiB; an operator may set it higher), unless the thread was
+started with its own (``ThreadInput.history_bound_bytes``): a fifth of Temporal's 50 MB
+limit, so a full queue of the largest runs still fits before it."""
+HISTORY_EVENTS_BOUND = 10_000
+"""History length at which a thread continues as new whatever the server suggests (its
+default suggestion comes at 4,096 events; Temporal's limit is 51,200)."""
 KEEP_RUN_EVENTS = 10
 """Runs whose events a thread keeps across continue-as-new (reconnects, replays)."""
 KEEP_MESSAGE_IDS = 1000
@@ -41,13 +54,20 @@ def expiry(
 
 
 def should_roll_over(
-    running: bool, suggested: Callable[[], bool], turns_this_run: int, turns_per_run: int
+    running: bool, history_full: Callable[[], bool], turns_this_run: int, turns_per_run: int
 ) -> bool:
-    """Whether to continue as new now: never mid-run; when Temporal suggests it, or after
-    ``turns_per_run`` turns in this workflow run."""
+    """Whether to continue as new now: never mid-run; when the history is full
+    (``history_full``), or after ``turns_per_run`` turns in this workflow run."""
     if running:
         return False
-    return suggested() or turns_this_run >= turns_per_run
+    return history_full() or turns_this_run >= turns_per_run
+
+
+def over_bounds(history_bytes: int, history_events: int, bytes_bound: int | None) -> bool:
+    """Whether a history of ``history_bytes`` and ``history_events`` passed our own bounds
+    (``bytes_bound``, the thread's, else ``HISTORY_BYTES_BOUND``; ``HISTORY_EVENTS_BOUND``)."""
+    bound = bytes_bound or HISTORY_BYTES_BOUND
+    return history_bytes >= bound or history_events >= HISTORY_EVENTS_BOUND
 
 
 def wake_at(*deadlines: datetime | None) -> datetime | None:

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agui.workflows.batch import KEEP_DECISIONS, ToolCallBatch
     from durable_agui.workflows.bounds import recent
+    from durable_agui.workflows.thread import lifecycle
     from durable_agui.workflows.thread.admission import ThreadView
     from durable_agui.workflows.thread.events import ThreadEvents
     from durable_agui.workflows.thread.lifecycle import KEEP_RUN_EVENTS
@@ -51,6 +52,7 @@ class ThreadViews:
         return ThreadStatus.IDLE
 
     def _view(self) -> ThreadView:
+        info = workflow.info()
         return ThreadView(
             thread_id=self._thread_id,
             owner=self._start.owner,
@@ -60,6 +62,13 @@ class ThreadViews:
             current_run_id=self._current_run_id,
             deleting=self._deleting,
             rolling_over=self._rolling_over,
+            # Read by validators only, which never replay: no patch to ask.
+            history_full=info.is_continue_as_new_suggested()
+            or lifecycle.over_bounds(
+                info.get_current_history_size(),
+                info.get_current_history_length(),
+                self._start.history_bound_bytes,
+            ),
         )
 
     def _state(self) -> ThreadState:

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.workflows.patches import (
         PATCH_CANCEL_OUTCOME,
         PATCH_CANCEL_RECONCILE,
+        PATCH_HISTORY_BOUND,
         PATCH_METADATA,
         PATCH_MULTITASK,
         PATCH_REWIND,
@@ -145,10 +146,23 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
     def _should_roll_over(self) -> bool:
         return not self._deliveries and lifecycle.should_roll_over(
             self._current_run_id is not None,
-            workflow.info().is_continue_as_new_suggested,
+            self._history_full,
             self._book.turns - self._turns_at_start,
             self._start.turns_per_workflow_run,
         )
+
+    def _history_full(self) -> bool:
+        """Whether the history asks for a new workflow run (``lifecycle``); the patch is
+        asked only when our bound decides it."""
+        info = workflow.info()
+        if info.is_continue_as_new_suggested():
+            return True
+        full = lifecycle.over_bounds(
+            info.get_current_history_size(),
+            info.get_current_history_length(),
+            self._start.history_bound_bytes,
+        )
+        return full and workflow.patched(PATCH_HISTORY_BOUND)
 
     # -- queries and updates ----------------------------------------------------------------
 

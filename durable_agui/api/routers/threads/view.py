@@ -107,7 +107,13 @@ def _decision_links(
         delivery=THREAD_VIEW_DELIVERY,
         expires_at=interrupt.expires_at,
     )
-    return links(key.get_secret_value(), base_url, approval, interrupt.response_schema)
+    return links(
+        key.get_secret_value(),
+        base_url,
+        approval,
+        interrupt.response_schema,
+        args_shown=not interrupt.args_omitted,
+    )
 
 
 @router.get(
