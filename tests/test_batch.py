@@ -30,6 +30,7 @@ from durable_agui.workflows.batch import (
     KEPT_COMMENT,
     MAX_BATCH_ANSWER_BYTES,
     NO_ANSWER,
+    NO_DECISION,
     ToolCallBatch,
     Verdict,
     recent,
@@ -208,13 +209,13 @@ def test_closing_gives_every_call_its_answer_or_an_explicit_no_answer() -> None:
         ("n-f1", "yes", None),
         ("n-f2", "", NO_ANSWER[ClosedReason.ABANDONED]),
         ("n-a2", "", DENIED),
-        ("n-a3", "", NO_ANSWER[ClosedReason.ABANDONED]),
+        ("n-a3", "", NO_DECISION[ClosedReason.ABANDONED]),
     ]
     assert [(a.native_id, a.payload) for a in closing.approved] == [("n-a1", {"seat": "1A"})]
     assert closing.told == [
         ("f2", NO_ANSWER[ClosedReason.ABANDONED]),
         ("a2", DENIED),
-        ("a3", NO_ANSWER[ClosedReason.ABANDONED]),
+        ("a3", NO_DECISION[ClosedReason.ABANDONED]),
     ]
     assert closing.anchor == "n-a3"
     assert not batch.is_open and batch.state.anchor is None

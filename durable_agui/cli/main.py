@@ -18,6 +18,12 @@ from durable_agui.cli.lifecycle import CommandFailed
 from durable_agui.cli.parser import build_parser
 from durable_agui.sessions import SessionStoreInconsistent
 
+DESCRIPTION = (
+    "durable-agui: run the dev stack, or the worker and the API alone; read threads "
+    "(threads, thread)."
+)
+"""What ``--help`` says first (plain text: the docstring's markup would show as is)."""
+
 READ_COMMANDS = ("threads", "thread")
 SERVING_COMMANDS = ("dev", "worker", "api")
 
@@ -26,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the process's arguments) and run the command. Read and
     serving commands end the process themselves (see ``_end``); exit status 1 with one line
     on stderr when a command fails, 2 for bad arguments."""
-    args = build_parser(__doc__).parse_args(argv)
+    args = build_parser(DESCRIPTION).parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )

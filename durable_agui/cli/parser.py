@@ -19,8 +19,8 @@ AGENTS_HELP = (
     "agent; DURABLE_AGUI_AGENTS)"
 )
 READS = (
-    "Reads Temporal at DURABLE_AGUI_TEMPORAL_ADDRESS (default 127.0.0.1:7233) and the "
-    "session store of the DURABLE_AGUI_* settings; writes nothing."
+    "Reads Temporal at --address (DURABLE_AGUI_TEMPORAL_ADDRESS, default 127.0.0.1:7233) and "
+    "the session store of the DURABLE_AGUI_* settings; writes nothing."
 )
 
 
@@ -51,7 +51,27 @@ def settings_of(args: argparse.Namespace) -> Settings:
         overrides["api_host"] = args.host
     if getattr(args, "agents", None) is not None:
         overrides["agents"] = args.agents
+    if getattr(args, "address", None) is not None:
+        overrides["temporal_address"] = args.address
+    if getattr(args, "ui_url", None) is not None:
+        overrides["temporal_ui_url"] = args.ui_url
     return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def _add_temporal_options(command: argparse.ArgumentParser) -> None:
+    """Where the Temporal server a read-only command reads is, and its Web UI."""
+    command.add_argument(
+        "--address",
+        default=None,
+        help="Temporal's gRPC address (DURABLE_AGUI_TEMPORAL_ADDRESS, default 127.0.0.1:7233; "
+        "durable-agui dev --temporal-port N: 127.0.0.1:N)",
+    )
+    command.add_argument(
+        "--ui-url",
+        default=None,
+        help="the Temporal Web UI the links point at (DURABLE_AGUI_TEMPORAL_UI_URL, default "
+        "http://127.0.0.1:8233; durable-agui dev --ui-port N: http://127.0.0.1:N)",
+    )
 
 
 def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,6 +123,7 @@ def _add_threads(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
     )
     threads.add_argument("--agent", default=None)
+    _add_temporal_options(threads)
     threads.set_defaults(
         run=lambda a: asyncio.run(run_inspect(settings_of(a), None, a.status, a.agent))
     )
@@ -119,6 +140,7 @@ def _add_thread(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=ANONYMOUS,
         help="whose thread (with authentication on, each principal has its own thread ids)",
     )
+    _add_temporal_options(thread)
     thread.set_defaults(
         run=lambda a: asyncio.run(
             run_inspect(settings_of(a), a.thread_id, None, None, principal=a.principal)

@@ -44,6 +44,7 @@ from durable_agui.workflows.verdicts import (
     DENIED,
     INTERRUPT_PREFIX,
     NO_ANSWER,
+    NO_DECISION,
     Judgement,
     Verdict,
     echoes_no_answer,
@@ -59,6 +60,7 @@ __all__ = [
     "KEPT_COMMENT",
     "MAX_BATCH_ANSWER_BYTES",
     "NO_ANSWER",
+    "NO_DECISION",
     "Closing",
     "Judgement",
     "ToolCallBatch",
@@ -376,7 +378,7 @@ class ToolCallBatch:
             interrupt.resolution = ResumeAnswer(
                 interrupt_id=interrupt.interrupt_id, status="cancelled"
             )
-            into.told.append((interrupt.wire_id, NO_ANSWER[reason]))
+            into.told.append((interrupt.wire_id, NO_DECISION[reason]))
         answer = interrupt.resolution
         into.count(reason)
         self.state.closed_interrupts[interrupt.interrupt_id] = (answer.answer_digest(), reason)
@@ -391,7 +393,7 @@ class ToolCallBatch:
                 )
             )
             return
-        denial = DENIED if reason == ClosedReason.ANSWERED else NO_ANSWER[reason]
+        denial = DENIED if reason == ClosedReason.ANSWERED else NO_DECISION[reason]
         into.results.append(
             NativeToolResult(
                 native_id=interrupt.native_id,

@@ -19,7 +19,18 @@ NO_ANSWER = {
     ClosedReason.EXPIRED: "The client did not answer this tool call before its deadline.",
     ClosedReason.CANCELLED: "The run was cancelled before this tool call was answered.",
 }
-"""Error result persisted in place of the placeholder for a call that got no answer."""
+"""Error result persisted in place of the placeholder for a frontend call that got no
+answer."""
+
+NO_DECISION = {
+    ClosedReason.ABANDONED: "Nobody decided on this approval before the user sent a new "
+    "message; the action was not run.",
+    ClosedReason.EXPIRED: "Nobody decided on this approval before its deadline; the action "
+    "was not run.",
+    ClosedReason.CANCELLED: "The run was cancelled before anyone decided on this approval; "
+    "the action was not run.",
+}
+"""Error result persisted for an approval nobody decided: a person was asked, not a client."""
 
 DENIED = "The person declined this action; it was not run."
 """Error result persisted for an approval the person cancelled."""
@@ -92,7 +103,7 @@ def refuse_resume(interrupt_id: str, judged: Judgement, thread_id: str) -> None:
             type=ErrorType.UNKNOWN_INTERRUPT,
         )
     if judged.verdict == Verdict.CLOSED and judged.closed is not None:
-        refuse_closed(interrupt_id, judged.closed)
+        refuse_closed(interrupt_id, judged.closed, NO_DECISION)
     if judged.verdict == Verdict.CONFLICTING:
         raise ApplicationError(
             f"interrupt {interrupt_id!r} already has a different answer",
@@ -100,12 +111,14 @@ def refuse_resume(interrupt_id: str, judged: Judgement, thread_id: str) -> None:
         )
 
 
-def refuse_closed(answer_id: str, reason: ClosedReason) -> None:
+def refuse_closed(
+    answer_id: str, reason: ClosedReason, texts: dict[ClosedReason, str] = NO_ANSWER
+) -> None:
     error_type = (
         ErrorType.TOOL_CALL_EXPIRED
         if reason == ClosedReason.EXPIRED
         else ErrorType.TOOL_CALL_ABANDONED
     )
     raise ApplicationError(
-        f"{answer_id!r} is closed ({reason.value}): {NO_ANSWER[reason]}", type=error_type
+        f"{answer_id!r} is closed ({reason.value}): {texts[reason]}", type=error_type
     )
