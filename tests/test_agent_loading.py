@@ -92,7 +92,7 @@ def write_modules(folder: Path, modules: dict[str, str]) -> Path:
 TOOLS = """
 import threading
 
-from durable_agui import AgentDefinition, ApprovalRule, PredictState
+from durable_agui import AgentDefinition, ApprovalRule, ClientTool, PredictState
 from strands import tool
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 
@@ -176,6 +176,22 @@ BAD_DEFINITIONS = [
     ('name="t", factory=async_factory', "agent 't': factory must be a function (not async)"),
     ('name="t", system_prompt=["be kind"]', "agent 't': system_prompt must be a string or "
      "None"),
+    ('name="t", frontend_tools=[ClientTool("pick", response_schema={"type": "object"})]', ""),
+    ('name="t", frontend_tools=ClientTool("pick")', "agent 't': frontend_tools must be a "
+     "sequence of ClientTool"),
+    ('name="t", frontend_tools=[{"name": "pick"}]', "agent 't': frontend_tools must hold "
+     "ClientTool objects; got dict"),
+    ('name="t", frontend_tools=[ClientTool("pick date")]', "agent 't': "
+     "frontend_tools['pick date']: name must be 1-64 characters from A-Z a-z 0-9 _ -"),
+    ('name="t", frontend_tools=[ClientTool("pick"), ClientTool("pick")]', "agent 't': "
+     "frontend_tools['pick']: the name is declared twice"),
+    ('name="t", tools=[book_flight], frontend_tools=[ClientTool("book-flight")]', "agent 't': "
+     "frontend_tools['book-flight']: the name is a backend tool of the agent"),
+    ('name="t", frontend_tools=[ClientTool("pick", parameters={"type": "nonsense"})]',
+     "agent 't': frontend_tools['pick']: parameters is not valid JSON Schema"),
+    ('name="t", frontend_tools=[ClientTool("pick", response_schema=["date"])]', "agent 't': "
+     "frontend_tools['pick']: response_schema must be a JSON Schema object"),
+    ('name="t", example_prompt=None', "agent 't': example_prompt must be a string"),
 ]  # fmt: skip
 """``AgentDefinition(...)`` arguments, and what the refusal at start says (``""``: none)."""
 

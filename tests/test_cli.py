@@ -243,6 +243,35 @@ async def test_dev_on_a_busy_api_port_says_so_in_one_line_and_starts_nothing(
     assert_nothing_left(tmp_path, [ports.temporal, ports.ui])
 
 
+@pytest.fixture
+def bound_port() -> Iterator[int]:
+    """A loopback port a socket is bound to without listening: a connect finds nothing."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", free_port()))
+        yield held.getsockname()[1]
+
+
+@pytest.mark.parametrize("which", ["temporal", "ui"])
+async def test_dev_on_a_temporal_port_held_without_listening_says_so_at_once(
+    cli: Launch, tmp_path: Path, bound_port: int, which: str
+) -> None:
+    """Before, a connect found the port free, and the dev server failed to bind it only
+    after its start attempts (a minute); now the port is tried before anything starts."""
+    free = Ports.free()
+    ports = (
+        Ports(free.api, bound_port, free.ui)
+        if which == "temporal"
+        else Ports(free.api, free.temporal, bound_port)
+    )
+
+    dev = await cli(*dev_args(tmp_path / "data", ports))
+
+    assert await dev.exit_code() != 0
+    assert_one_clean_line_naming(bound_port, dev.output)
+    assert "is up" not in dev.output
+    assert not (tmp_path / "data" / "temporal.log").exists()
+
+
 async def test_api_on_a_busy_port_says_so_in_one_line(
     cli: Launch, tmp_path: Path, busy_port: int
 ) -> None:
@@ -500,6 +529,11 @@ async def test_read_commands_name_the_temporal_address_they_cannot_reach(
     (line,) = command.output.strip().splitlines()
     assert nowhere in line and "DURABLE_AGUI_TEMPORAL_ADDRESS" in line, line
     assert "tonic" not in line
+    # The option says the same, for a stack started with --temporal-port.
+    elsewhere = f"127.0.0.1:{free_port()}"
+    command = await cli(*args, "--address", elsewhere)
+    assert await command.exit_code() == 1
+    assert elsewhere in command.output and "--address" in command.output
 
 
 @pytest.mark.parametrize("command", ["worker", "api", "dev"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Page, Route, expect
@@ -15,6 +17,8 @@ from playwright.async_api import Page, Route, expect
 from durable_agui.sessions.file import FileSessionStore
 from tests.browser import shot
 from tests.stack import DevStack
+
+FIRST_AGENT = Path(__file__).resolve().parent.parent / "examples" / "first_agent"
 
 
 async def test_a_person_answers_a_frontend_tool_after_a_reload(
@@ -234,3 +238,54 @@ async def test_the_temporal_ui_finds_the_waiting_thread(
     await page.goto(f"{running_stack.temporal_ui}/namespaces/default/workflows?query={query}")
     await expect(page.get_by_text("agui-thread-ui-wait").first).to_be_visible(timeout=30_000)
     await shot(page, "temporal-ui-awaiting")
+
+
+@pytest.fixture(scope="module")
+def own_agent_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """``durable-agui dev --agents agents`` in ``examples/first_agent``: an agent of one's
+    own, whose definition declares the frontend tool its clients offer (``pick_date``)."""
+    folder = tmp_path_factory.mktemp("own-agent")
+    stack = DevStack(folder / "data", folder / "dev.log", cwd=FIRST_AGENT, agents="agents")
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_an_agent_of_ones_own_offers_its_frontend_tool_on_the_page(
+    page: Page, own_agent_stack: DevStack
+) -> None:
+    await page.goto(f"{own_agent_stack.url}/#thread=own-pick")
+    await expect(page.locator("#agent")).to_have_value("help_desk")
+    await expect(page.locator("#text")).to_have_attribute(
+        "placeholder", 'Say something, or: call refund {"order": "A-1", "amount": 20}'
+    )
+    await page.fill("#text", 'call pick_date {"order":"A-1"}')
+    await page.click("button[type=submit]")
+    card = page.locator(".card")
+    await expect(card).to_contain_text("pick_date")
+    await expect(card.locator("label")).to_have_text("Date ")  # the responseSchema's field
+    await shot(page, "page-own-agent-frontend-tool")
+    await page.reload()  # the card and its form come back from the server
+    await page.fill(".card input[name=date]", "2027-01-04")
+    await page.click(".card >> text=Send")
+    await expect(page.locator(".msg.assistant").last).to_have_text(
+        'pick_date -> success: {"date":"2027-01-04"}'
+    )
+    await expect(page.locator("#status")).to_have_text("idle")
+
+
+async def test_an_agent_of_ones_own_asks_for_approval_on_the_page(
+    page: Page, own_agent_stack: DevStack
+) -> None:
+    await page.goto(f"{own_agent_stack.url}/#thread=own-refund")
+    await page.fill("#text", 'call refund {"order":"A-2","amount":7}')
+    await page.click("button[type=submit]")
+    card = page.locator(".card")
+    await expect(card).to_contain_text("Refund this order?")
+    await page.fill(".card input[name=note]", "goodwill")
+    await page.click(".card >> text=Approve")
+    await expect(page.locator(".msg.assistant").last).to_have_text(
+        'refund -> success: {"refunded": "A-2", "amount": 7.0, "note": "goodwill"}'
+    )

@@ -3,6 +3,7 @@ process loads them (``load_agents``), the demo agent and the offline model."""
 
 from __future__ import annotations
 
+from durable_agui.agents.client_tools import ClientTool
 from durable_agui.agents.definition import (
     AgentDefinition,
     AgentDefinitionError,
@@ -20,6 +21,7 @@ __all__ = [
     "AgentRegistry",
     "AgentsNotLoaded",
     "ApprovalRule",
+    "ClientTool",
     "PredictState",
     "TurnContext",
     "load_agents",

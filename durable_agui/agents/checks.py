@@ -17,6 +17,7 @@ from strands.hooks import HookProvider
 from strands.models.model import Model
 from strands.types.tools import AgentTool
 
+from durable_agui.agents.client_tools import check_client_tools
 from durable_agui.agents.models import check_model_spec
 from durable_agui.agents.rules import (
     THREAD_OWNED,
@@ -96,6 +97,7 @@ def check_definition(definition: AgentDefinition) -> None:
     # A factory may return the tools; approvals are checked against them for each turn.
     approvals = {} if definition.factory is not None else definition.approvals
     check_tools(name, definition.tools, approvals)
+    check_client_tools(name, definition.frontend_tools, definition.tool_names)
 
 
 def _refusal(agent: str, field_name: str, rule: str, value: Any) -> AgentDefinitionError:
@@ -109,6 +111,8 @@ def _check_texts(agent: str, definition: AgentDefinition) -> None:
         raise _refusal(agent, "description", "a string", definition.description)
     if definition.system_prompt is not None and not isinstance(definition.system_prompt, str):
         raise _refusal(agent, "system_prompt", "a string or None", definition.system_prompt)
+    if not isinstance(definition.example_prompt, str):
+        raise _refusal(agent, "example_prompt", "a string", definition.example_prompt)
 
 
 def _check_model(agent: str, definition: AgentDefinition) -> None:

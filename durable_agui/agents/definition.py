@@ -22,6 +22,7 @@ from durable_agui.agents.checks import (
     normal_tool_name,
     shown_value,
 )
+from durable_agui.agents.client_tools import ClientTool
 from durable_agui.agents.rules import (
     THREAD_OWNED,
     AgentDefinitionError,
@@ -38,6 +39,7 @@ __all__ = [
     "AgentDefinitionError",
     "AgentFactory",
     "ApprovalRule",
+    "ClientTool",
     "PredictState",
     "TurnContext",
     "check_agent_arguments",
@@ -69,6 +71,9 @@ class AgentDefinition:
     construction. Its result overrides the static fields.
 
     Frontend tools come from the client with each run and are added per turn.
+    ``frontend_tools``: the ones the agent's clients are expected to offer (``ClientTool``):
+    ``GET /agents`` lists them, and the page at ``/`` declares them in its runs and answers
+    their calls. ``example_prompt``: a message to try, the page's hint.
 
     Every field is checked here, so that a bad definition stops the process at start
     (``check_definition``); a factory's result is checked the same way for each turn.
@@ -95,6 +100,8 @@ class AgentDefinition:
     multitask_strategy: MultitaskStrategy = "enqueue"
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
     factory: AgentFactory | None = None
+    frontend_tools: Sequence[ClientTool] = ()
+    example_prompt: str = ""
 
     def __post_init__(self) -> None:
         check_definition(self)

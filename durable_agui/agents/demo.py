@@ -16,6 +16,7 @@ from ag_ui._generated.models import ReplaceOperation
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, CustomEvent
 from strands import ToolContext, tool
 
+from durable_agui.agents.client_tools import ClientTool
 from durable_agui.agents.definition import AgentDefinition, ApprovalRule, PredictState
 from durable_agui.agents.emit import emit
 
@@ -113,6 +114,27 @@ DEMO_AGENT = AgentDefinition(
     predict_state=(
         PredictState(state_key="document", tool="write_document", tool_argument="document"),
     ),
+    # What the page at / offers (any client may: GET /agents lists them).
+    frontend_tools=(
+        ClientTool(
+            name="confirm_booking",
+            description="Ask the person to confirm a booking.",
+            parameters={"type": "object", "properties": {"flight": {"type": "string"}}},
+        ),
+        ClientTool(
+            name="choose_seat",
+            description="Ask the person to pick a seat.",
+            parameters={"type": "object", "properties": {"row": {"type": "integer"}}},
+            response_schema={
+                "type": "object",
+                "properties": {
+                    "seat": {"type": "string", "title": "Seat"},
+                    "note": {"type": "string", "title": "Note"},
+                },
+            },
+        ),
+    ),
+    example_prompt='call confirm_booking {"flight":"XY123"}',
 )
 
 AGENTS = [DEMO_AGENT]

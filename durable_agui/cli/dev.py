@@ -12,7 +12,7 @@ from pathlib import Path
 
 from durable_agui.agents import AgentRegistry
 from durable_agui.api.auth import check_auth_settings
-from durable_agui.cli.devserver import DevServer
+from durable_agui.cli.devserver import DevServer, port_in_use
 from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, until_stopped
 from durable_agui.cli.serve import listen, metrics_url, observed, serve, served_agents
@@ -28,6 +28,8 @@ def run_dev(settings: Settings, temporal_port: int, ui_port: int) -> None:
         RuntimeError: when the auth settings must not start (``check_auth_settings``).
     """
     check_auth_settings(settings)  # before anything starts or is written
+    # Before the agents' modules import (slow on a busy machine): a busy port is said at once.
+    _ports_free(settings.api_host, settings.api_port, temporal_port, ui_port)
     agents = served_agents(settings)  # a broken agents module starts no Temporal server
     observed(settings, with_worker=True, with_api=True)  # nor does a busy metrics port
     codec = f"http://{settings.api_host}:{settings.api_port}/codec"
@@ -46,6 +48,21 @@ def run_dev(settings: Settings, temporal_port: int, ui_port: int) -> None:
             lambda stopping: _run_dev(settings, agents, server, api_socket, stopping),
             server.kill,
         )
+
+
+def _ports_free(host: str, api_port: int, temporal_port: int, ui_port: int) -> None:
+    """Raise ``CommandFailed`` naming the first of the ports something already holds (the
+    dev server's listen on 127.0.0.1)."""
+    for on, port, option in (
+        (host, api_port, "--port"),
+        ("127.0.0.1", temporal_port, "--temporal-port"),
+        ("127.0.0.1", ui_port, "--ui-port"),
+    ):
+        if port_in_use(on, port):
+            raise CommandFailed(
+                f"{on}:{port} is already in use; stop what listens there, or pick another "
+                f"port with {option}"
+            )
 
 
 @contextlib.contextmanager

@@ -62,9 +62,17 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_in_use(host: str, port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
+    """Whether something holds ``host:port``: a listener, or a socket bound to it that does
+    not listen (which a connect would not find, and the server would meet only when it
+    binds, after its start attempts). Found by binding it, at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def _die_with_parent() -> None:

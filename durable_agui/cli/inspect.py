@@ -120,7 +120,8 @@ async def run_inspect(
     except RuntimeError:
         raise TemporalUnreachable(
             f"Temporal at {settings.temporal_address} does not answer: start the stack "
-            "(durable-agui dev), or set DURABLE_AGUI_TEMPORAL_ADDRESS to its host:port"
+            "(durable-agui dev), or give its host:port with --address "
+            "(DURABLE_AGUI_TEMPORAL_ADDRESS)"
         ) from None
     lines = (
         await show_thread(client, settings, thread_id, principal)

@@ -77,12 +77,13 @@ class AgentTestClient:
         text: str,
         *,
         agent: str | None = None,
-        tools: Sequence[FrontendTool] = (),
+        tools: Sequence[FrontendTool] | None = None,
         state: dict[str, Any] | None = None,
     ) -> RunResult:
         """Send the user message ``text`` to ``thread_id`` (the thread starts on its first
-        run) in an AG-UI run, with the frontend tools ``tools``, and read the run to its
-        end (``RUN_FINISHED`` or ``RUN_ERROR``).
+        run) in an AG-UI run, with the frontend tools ``tools`` (default: those the agent
+        declares its clients offer, ``AgentDefinition.frontend_tools``), and read the run to
+        its end (``RUN_FINISHED`` or ``RUN_ERROR``).
 
         ``agent``: default ``self.agent``; ``state``: the run's ``state`` (default ``{}``:
         the thread keeps its own). The offline model reads ``text`` as its script.
@@ -92,17 +93,34 @@ class AgentTestClient:
             AgentApiError: the run refused (404 unknown agent, 409, 422, ...).
         """
         run_id = f"run-{uuid.uuid4().hex[:12]}"
+        chosen = self._agent(agent)
+        declared = (
+            [tool.model_dump(exclude_none=True) for tool in tools]
+            if tools is not None
+            else await self._offered_tools(chosen)
+        )
         body = {
             "threadId": thread_id,
             "runId": run_id,
             "messages": [{"id": f"{run_id}-user", "role": "user", "content": text}],
-            "tools": [tool.model_dump(exclude_none=True) for tool in tools],
+            "tools": declared,
             "context": [],
             "state": state or {},
             "forwardedProps": {},
         }
-        response = await self.http.post(f"/agents/{self._agent(agent)}", json=body)
+        response = await self.http.post(f"/agents/{chosen}", json=body)
         return RunResult(thread_id, run_id, parse_sse(_checked(response).text))
+
+    async def _offered_tools(self, agent: str) -> list[dict[str, Any]]:
+        """The frontend tools ``agent`` declares its clients offer, as a run declares them."""
+        listed = _checked(await self.http.get("/agents")).json()
+        offered: list[dict[str, Any]] = next(
+            (a["frontendTools"] for a in listed if a["name"] == agent), []
+        )
+        return [
+            {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
+            for tool in offered
+        ]
 
     def _agent(self, agent: str | None) -> str:
         chosen = agent or self.agent

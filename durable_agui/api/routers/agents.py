@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ag_ui.core import AgentCapabilities, RunAgentInput
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import Field
 
 from durable_agui.agents import AgentDefinition
 from durable_agui.api.auth import PrincipalDep
@@ -21,6 +22,7 @@ from durable_agui.api.deps import (
     valid_thread_id,
 )
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
+from durable_agui.api.models import CamelModel
 from durable_agui.api.run_checks import (
     check_answers,
     check_counts,
@@ -62,15 +64,49 @@ _ERRORS = error_responses(
 )
 
 
-class AgentInfo(BaseModel):
+class OfferedTool(CamelModel):
+    """A frontend tool the agent's clients offer (``ClientTool``): declare it in a run's
+    ``tools`` as ``name``, ``description`` and ``parameters``; ``responseSchema`` describes
+    the answer a person gives (absent: ``{"approved": true|false}``)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+    response_schema: dict[str, Any] | None = None
+
+
+class AgentInfo(CamelModel):
     name: str
     description: str
+    frontend_tools: list[OfferedTool] = Field(
+        default_factory=list, description="Frontend tools the agent's clients offer."
+    )
+    example_prompt: str = Field(default="", description="A message to try.")
 
 
 @router.get("/agents", response_model=list[AgentInfo])
 async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentInfo]:
-    """The agents this server runs (``POST /agents/{name}``)."""
-    return [AgentInfo(name=a.name, description=a.description) for a in agents.values()]
+    """The agents this server runs (``POST /agents/{name}``), with the frontend tools their
+    clients offer (``AgentDefinition.frontend_tools``)."""
+    return [
+        AgentInfo(
+            name=a.name,
+            description=a.description,
+            frontend_tools=[
+                OfferedTool(
+                    name=t.name,
+                    description=t.description,
+                    parameters=dict(t.parameters) if t.parameters is not None else None,
+                    response_schema=dict(t.response_schema)
+                    if t.response_schema is not None
+                    else None,
+                )
+                for t in a.frontend_tools
+            ],
+            example_prompt=a.example_prompt,
+        )
+        for a in agents.values()
+    ]
 
 
 def _is_unknown_call(refused: ThreadRefused) -> bool:
