@@ -37,6 +37,8 @@ from durable_agui.workflows.batch import (
     time_to,
 )
 
+pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
+
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 

@@ -48,6 +48,8 @@ from durable_agui.workflows.batch import (
 from durable_agui.workflows.thread import KEEP_MESSAGE_IDS, KEEP_RUN_EVENTS
 from durable_agui.workflows.thread.answers import KEEP_REFUSED_SIGNALS
 
+pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
+
 TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal refuses a payload over 2 MB (``limit.blobSize.error``)."""
 

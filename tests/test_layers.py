@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "durable_agui"
 

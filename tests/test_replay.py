@@ -23,6 +23,8 @@ from temporalio.worker import Replayer
 
 from durable_agui.workflows import AgentThreadWorkflow
 
+pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
+
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 

@@ -46,6 +46,8 @@ from durable_agui.workflows.thread import (
 )
 from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, ThreadView
 
+pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
+
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
 

@@ -1,8 +1,8 @@
 """The calls into thread workflows, with refusals as ``ThreadRefused``: the one path to a
 thread for the API and for the worker's scheduled runs.
 
-By name only (``submit_run``, ``submit_tool_results``, ``cancel_run``, ``read_thread``): no
-caller imports the workflow. Every call carries the caller's principal, which both picks
+By name only (the ``UPDATE_*`` constants of ``core.contract``, which the workflow's
+handlers are defined with): no caller imports the workflow. Every call carries the caller's principal, which both picks
 the thread (``workflow_id_for``: each principal has its own thread ids) and is checked by
 the workflow's validators; no read precedes an update. A thread that is continuing as new
 refuses for a moment (``ThreadRollingOver``): the request is sent again.
@@ -47,6 +47,11 @@ from durable_agui.core.contract import (
     THREAD_OWNER,
     THREAD_STATUS,
     THREAD_TAGS,
+    UPDATE_CANCEL_RUN,
+    UPDATE_DELETE_THREAD,
+    UPDATE_SET_METADATA,
+    UPDATE_SUBMIT_RUN,
+    UPDATE_SUBMIT_TOOL_RESULTS,
     CancelAccepted,
     CancelRequest,
     DeleteRequest,
@@ -154,7 +159,7 @@ async def submit_run(
         async def answer() -> RunAccepted:
             try:
                 accepted: RunAccepted = await handle.execute_update(
-                    "submit_run", request, id=update_id, result_type=RunAccepted
+                    UPDATE_SUBMIT_RUN, request, id=update_id, result_type=RunAccepted
                 )
             except RPCError as err:
                 if err.status != RPCStatusCode.NOT_FOUND:
@@ -189,7 +194,7 @@ async def submit_run(
         start = _start_operation(settings, thread_id, workflow_id, request, log_id, reuse)
         try:
             accepted: RunAccepted = await client.execute_update_with_start_workflow(
-                "submit_run",
+                UPDATE_SUBMIT_RUN,
                 request,
                 start_workflow_operation=start,
                 id=update_id,
@@ -268,7 +273,7 @@ async def submit_tool_results(
         handle.id,
         thread_id,
         lambda: handle.execute_update(
-            "submit_tool_results", request, result_type=ToolResultsAccepted
+            UPDATE_SUBMIT_TOOL_RESULTS, request, result_type=ToolResultsAccepted
         ),
     )
 
@@ -286,7 +291,7 @@ async def cancel_run(
         handle.id,
         thread_id,
         lambda: handle.start_update(
-            "cancel_run",
+            UPDATE_CANCEL_RUN,
             CancelRequest(principal=principal, run_id=run_id),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             result_type=CancelAccepted,
@@ -313,7 +318,7 @@ async def delete_thread(client: Client, thread_id: str, principal: str) -> bool:
         handle.id,
         thread_id,
         lambda: handle.start_update(
-            "delete_thread",
+            UPDATE_DELETE_THREAD,
             DeleteRequest(principal=principal),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         ),
@@ -371,7 +376,7 @@ async def set_metadata(
         handle.id,
         thread_id,
         lambda: handle.execute_update(
-            "set_metadata",
+            UPDATE_SET_METADATA,
             MetadataRequest(principal=principal, metadata=metadata),
             result_type=ThreadMetadata,
         ),

@@ -24,7 +24,13 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.core.contract import ErrorType, ReadRequest, ThreadState, run_topic
+from durable_agui.core.contract import (
+    UPDATE_READ_THREAD,
+    ErrorType,
+    ReadRequest,
+    ThreadState,
+    run_topic,
+)
 
 POLL_UPDATE = "__temporal_workflow_stream_poll"
 UNLOGGED = -1
@@ -67,7 +73,7 @@ async def read_thread(handle: WorkflowHandle[Any, Any], principal: str | None) -
     """
     try:
         await handle.execute_update(
-            "read_thread", ReadRequest(principal=principal), rpc_timeout=READ_TIMEOUT
+            UPDATE_READ_THREAD, ReadRequest(principal=principal), rpc_timeout=READ_TIMEOUT
         )
     except WorkflowUpdateFailedError as err:
         cause = err.cause

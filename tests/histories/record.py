@@ -42,7 +42,10 @@ from durable_agui.activities.turn import TurnActivities
 from durable_agui.agents.registry import agent_registry
 from durable_agui.core.contract import (
     THREAD_TAGS,
+    UPDATE_CANCEL_RUN,
+    UPDATE_DELETE_THREAD,
     AppendInput,
+    CancelAccepted,
     CancelRequest,
     ContextEntry,
     DeleteRequest,
@@ -243,7 +246,9 @@ async def cancel(env: WorkflowEnvironment, settings: Settings, thread: str) -> N
     await start_run(env.client, settings, thread, "r1", slow, [])
     handle = env.client.get_workflow_handle(workflow_id_for(thread))
     await asyncio.sleep(1)
-    accepted = await handle.execute_update(AgentThreadWorkflow.cancel_run, CancelRequest())
+    accepted = await handle.execute_update(
+        UPDATE_CANCEL_RUN, CancelRequest(), result_type=CancelAccepted
+    )
     assert accepted.outcome == "cancelled", accepted
     await start_run(env.client, settings, thread, "r2", "hello again", [])
     await run_events(env.client, thread, "r2")
@@ -274,7 +279,7 @@ async def deletion(env: WorkflowEnvironment, settings: Settings, thread: str) ->
     await start_run(env.client, settings, thread, "r2", "hello", [])
     await asyncio.sleep(1)
     handle = env.client.get_workflow_handle(workflow_id_for(thread))
-    await handle.execute_update(AgentThreadWorkflow.delete_thread, DeleteRequest())
+    await handle.execute_update(UPDATE_DELETE_THREAD, DeleteRequest())
     await handle.result()
 
 
@@ -300,7 +305,7 @@ async def event_log(env: WorkflowEnvironment, settings: Settings, thread: str) -
     await start_run(env.client, settings, thread, "r4", "hello", [], event_log=True)
     await asyncio.sleep(1)
     handle = env.client.get_workflow_handle(workflow_id_for(thread))
-    await handle.execute_update(AgentThreadWorkflow.delete_thread, DeleteRequest())
+    await handle.execute_update(UPDATE_DELETE_THREAD, DeleteRequest())
     await handle.result()
 
 
@@ -513,7 +518,7 @@ async def cancel_during_reconcile(
     )
     await asyncio.sleep(1)
     accepted = await handle.execute_update(
-        AgentThreadWorkflow.cancel_run, CancelRequest(run_id="r2")
+        UPDATE_CANCEL_RUN, CancelRequest(run_id="r2"), result_type=CancelAccepted
     )
     assert accepted.outcome == "cancelled", accepted
     events = await run_events(env.client, thread, "r2")
@@ -633,7 +638,9 @@ async def cancelled_turn_fails(env: WorkflowEnvironment, settings: Settings, thr
     await start_run(env.client, settings, thread, "r1", "hello", [])
     handle = env.client.get_workflow_handle(workflow_id_for(thread))
     await asyncio.sleep(1)
-    accepted = await handle.execute_update(AgentThreadWorkflow.cancel_run, CancelRequest())
+    accepted = await handle.execute_update(
+        UPDATE_CANCEL_RUN, CancelRequest(), result_type=CancelAccepted
+    )
     assert accepted.outcome == "cancelled", accepted
     events = await run_events(env.client, thread, "r1")
     assert events[-1]["outcome"] == {"type": "cancelled"}, events[-1]

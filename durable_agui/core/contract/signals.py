@@ -1,4 +1,6 @@
-"""The thread's signals: answers sent by Temporal callers (another workflow through an
+"""The names of the thread's updates and signals, shared by the workflow and its callers
+(so the names they send and the ones it defines cannot diverge), and the thread's signals:
+answers sent by Temporal callers (another workflow through an
 external workflow handle, ``temporal workflow signal``, the Temporal UI's signal form), and
 the record of the ones the thread refused.
 
@@ -24,6 +26,29 @@ from durable_agui.core.contract.ids import MAX_INTERRUPT_ID, MAX_OPEN_CALLS, MAX
 from durable_agui.core.contract.inputs import ResumeAnswer, ToolResult
 from durable_agui.core.errors import ErrorType
 from durable_agui.core.json_text import json_body_error
+
+UPDATE_SUBMIT_RUN = "submit_run"
+"""Update name: queue an AG-UI run (``RunRequest`` -> ``RunAccepted``)."""
+UPDATE_SUBMIT_TOOL_RESULTS = "submit_tool_results"
+"""Update name: answers sent alone, the REST trigger (``ToolResultsRequest``)."""
+UPDATE_READ_THREAD = "read_thread"
+"""Update name: a read that always refuses, with the state (``ReadRequest``)."""
+UPDATE_SET_METADATA = "set_metadata"
+"""Update name: the thread's title and tags (``MetadataRequest``)."""
+UPDATE_DELETE_THREAD = "delete_thread"
+"""Update name: end the thread and remove its session (``DeleteRequest``)."""
+UPDATE_CANCEL_RUN = "cancel_run"
+"""Update name: stop the run in progress (``CancelRequest``)."""
+THREAD_UPDATES = (
+    UPDATE_SUBMIT_RUN,
+    UPDATE_SUBMIT_TOOL_RESULTS,
+    UPDATE_READ_THREAD,
+    UPDATE_SET_METADATA,
+    UPDATE_DELETE_THREAD,
+    UPDATE_CANCEL_RUN,
+)
+"""Every update of the thread its callers send (``tests/test_names.py`` checks the
+workflow defines each)."""
 
 SIGNAL_TOOL_RESULTS = "tool_results"
 """Signal name: results for frontend calls (``{"results": [...]}``, resume entries too)."""

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
         QUERY_REFUSED_SIGNALS,
         STREAM_PUBLISH_SIGNAL,
+        UPDATE_SUBMIT_TOOL_RESULTS,
         AnswersBody,
         RefusedSignal,
         ResumeAnswer,
@@ -51,7 +52,7 @@ class ThreadAnswers:
     _view: Callable[[], ThreadView]  # ThreadViews'
     _show_status: Callable[[], None]  # ThreadViews'
 
-    @workflow.update
+    @workflow.update(name=UPDATE_SUBMIT_TOOL_RESULTS)
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
         """Take in answers; when they complete the batch, queue the continuation run."""
         acknowledged = self._batch.acknowledged(request.results, request.resume)

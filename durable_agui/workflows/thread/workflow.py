@@ -25,6 +25,11 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_agui.core.contract import (
         THREAD_TAGS,
+        UPDATE_CANCEL_RUN,
+        UPDATE_DELETE_THREAD,
+        UPDATE_READ_THREAD,
+        UPDATE_SET_METADATA,
+        UPDATE_SUBMIT_RUN,
         CancelAccepted,
         CancelRequest,
         DeleteRequest,
@@ -172,7 +177,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         ``read_thread`` instead (see there why)."""
         return self._state()
 
-    @workflow.update
+    @workflow.update(name=UPDATE_READ_THREAD)
     def read_thread(self, request: ReadRequest) -> None:
         """A read that leaves no trace: the validator always refuses, with the state.
 
@@ -191,7 +196,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
             admission.check_owner(self._view(), request.principal)
         raise ApplicationError("thread state", self._state(), type=ErrorType.THREAD_READ)
 
-    @workflow.update
+    @workflow.update(name=UPDATE_SUBMIT_RUN)
     def submit_run(self, request: RunRequest) -> RunAccepted:
         """Queue an AG-UI run: take in its answers and its not-yet-seen user messages."""
         book, end, logged = self._book, self._events.stream_end(), self._events.event_log
@@ -228,7 +233,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
     def _validate_run(self, request: RunRequest) -> None:
         admission.check_run(self._view(), request)
 
-    @workflow.update
+    @workflow.update(name=UPDATE_SET_METADATA)
     def set_metadata(self, request: MetadataRequest) -> ThreadMetadata:
         """Replace the thread's title and tags (kept in its memo, which visibility lists)."""
         self._set_metadata(request.metadata)
@@ -249,7 +254,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
                 [THREAD_TAGS.value_set(keys) if keys else THREAD_TAGS.value_unset()]
             )
 
-    @workflow.update
+    @workflow.update(name=UPDATE_DELETE_THREAD)
     async def delete_thread(self, request: DeleteRequest) -> None:
         """End the thread: the run in progress is stopped at its next safe point, it and the
         queued runs end with ``RUN_ERROR`` ``ThreadDeleted``, the session is removed from the
@@ -263,7 +268,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
     def _validate_delete(self, request: DeleteRequest) -> None:
         admission.check_owner(self._view(), request.principal)
 
-    @workflow.update
+    @workflow.update(name=UPDATE_CANCEL_RUN)
     async def cancel_run(self, request: CancelRequest | None = None) -> CancelAccepted:
         """Stop the run in progress at the agent's next safe point.
 
