@@ -315,6 +315,7 @@ async def test_a_call_to_a_tool_the_client_did_not_declare_is_named_in_the_run_a
     assert note["value"]["toolCallId"] == start["toolCallId"]
     assert note["value"]["toolName"] == "confirm_booking"
     assert "the client did not declare it in this run's tools" in note["value"]["message"]
+    assert "one of the frontend tools this agent's clients offer" in note["value"]["message"]
     assert events[-1]["type"] == "RUN_FINISHED" and "interrupts" not in events[-1]["outcome"]
     log = stack.log_path.read_text()
     assert "'confirm_booking' in run r1 of thread undeclared" in log

@@ -416,6 +416,7 @@ class TurnActivities:
         """``run_turn``'s work (it measures it)."""
         built = await self._build(turn)
         tools, placeholders, frontend_names = turn_tools(built, turn.frontend_tools)
+        offered = {tool.name for tool in built.definition.frontend_tools}
         translator = TurnTranslator(
             turn.run_id,
             frontend_names,
@@ -423,6 +424,7 @@ class TurnActivities:
             attempt=activity.info().attempt,
             predict_state=built.definition.predict_state,
             known_tool_names={tool.tool_name for tool in tools},
+            offered_tool_names=offered,
         )
         store = session_store(self._settings)
         interval = timedelta(milliseconds=self._settings.stream_batch_interval_ms)
@@ -455,7 +457,7 @@ class TurnActivities:
                     )
                     await self._answer_not_offered(session, start, events, translator)
             message_count = await asyncio.to_thread(store.verified_count, session_id, start)
-        warn_undeclared(translator.undeclared, turn.thread_id, turn.run_id)
+        warn_undeclared(translator.undeclared, offered, turn.thread_id, turn.run_id)
         return TurnOutput(
             tool_calls=translator.tool_calls,
             stop_reason=stop_reason,

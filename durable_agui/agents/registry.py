@@ -101,7 +101,15 @@ def load_agents(path: str | None = None) -> AgentRegistry:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        raise AgentsNotLoaded(f"cannot import {module_name!r} (agents {path!r}): {err}") from None
+        # A file name given for a module name: the commonest slip.
+        hint = (
+            f"; give the module's name, {module_name.removesuffix('.py')!r}, not its file"
+            if module_name.endswith(".py")
+            else ""
+        )
+        raise AgentsNotLoaded(
+            f"cannot import {module_name!r} (agents {path!r}): {err}{hint}"
+        ) from None
     except AgentDefinitionError as err:  # a definition refused while the module ran
         raise AgentsNotLoaded(f"{path}: {err}") from None
     except Exception as err:  # the author's module failed while it was imported

@@ -9,6 +9,7 @@ import asyncio
 import json
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agui.core.contract import (
     AGENT_NAME,
@@ -31,6 +32,10 @@ from durable_agui.translation import thread_transcript, workflow_ui_url
 
 class TemporalUnreachable(RuntimeError):
     """The Temporal server in the settings does not answer (the message names it)."""
+
+
+class NoSuchThread(RuntimeError):
+    """The Temporal server read has no workflow for the thread (the message names both)."""
 
 
 class ThreadNotInStore(RuntimeError):
@@ -70,7 +75,16 @@ async def show_thread(
         temporalio.service.RPCError: no such thread in Temporal.
     """
     workflow_id = workflow_id_for(thread_id, principal)
-    state = await read_thread(client.get_workflow_handle(workflow_id), None)
+    try:
+        state = await read_thread(client.get_workflow_handle(workflow_id), None)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise NoSuchThread(
+            f"no thread {thread_id!r} (workflow {workflow_id}) at Temporal "
+            f"{settings.temporal_address}: for a stack on other ports, give --address "
+            "(and --principal for a thread of an authenticated caller)"
+        ) from None
     store = session_store(settings)
     if state.message_count and not await asyncio.to_thread(store.has_session, state.session_id):
         raise ThreadNotInStore(

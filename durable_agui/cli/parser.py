@@ -134,7 +134,12 @@ def _add_thread(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "thread", help="one thread: its state and its transcript (read-only)", description=READS
     )
     thread.add_argument("thread_id")
-    thread.add_argument("--data-dir", default=None)
+    thread.add_argument(
+        "--data-dir",
+        default=None,
+        help="the stack's data directory, for the transcript in its file session store "
+        "(DURABLE_AGUI_DATA_DIR, default ./data: give the one durable-agui dev was given)",
+    )
     thread.add_argument(
         "--principal",
         default=ANONYMOUS,

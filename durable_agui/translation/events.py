@@ -131,6 +131,7 @@ class TurnTranslator:
         attempt: int = 1,
         predict_state: Sequence[PredictState] = (),
         known_tool_names: set[str] | None = None,
+        offered_tool_names: set[str] | None = None,
     ) -> None:
         # Message ids carry the attempt: a retried turn's messages are new messages.
         self._id_prefix = f"{run_id}-a{attempt}"
@@ -138,6 +139,7 @@ class TurnTranslator:
         self._approvals = approvals
         self._predict_state = tuple(predict_state)
         self._known = known_tool_names  # every tool the turn offers (None: not checked)
+        self._offered = offered_tool_names or set()  # the agent's ClientTools, by name
         self.undeclared: list[ToolCallRecord] = []
         """Calls to a tool the turn does not offer (``undeclared_tools``)."""
         self._text_message_id: str | None = None
@@ -306,7 +308,8 @@ class TurnTranslator:
                 events += self._stream_whole(record, args_json, parent_id)
             if self._known is not None and record.tool_name not in self._known:
                 self.undeclared.append(record)
-                events.append(undeclared_tool_event(record.wire_id, record.tool_name))
+                offered = record.tool_name in self._offered
+                events.append(undeclared_tool_event(record.wire_id, record.tool_name, offered))
             self._tool_streams.parents[record.native_id] = parent_id
         self._message_id, self._message_calls = None, []
         return events

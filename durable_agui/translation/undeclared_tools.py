@@ -25,27 +25,38 @@ UNDECLARED_TOOL_EVENT = "durable_agui.undeclared_tool"
 NOT_DECLARED = "the client did not declare it in this run's tools"
 
 
-def undeclared_tool_event(wire_id: str, tool_name: str) -> CustomEvent:
-    """The event that says call ``wire_id`` of ``tool_name`` reaches no tool."""
+def undeclared_tool_event(wire_id: str, tool_name: str, offered: bool) -> CustomEvent:
+    """The event that says call ``wire_id`` of ``tool_name`` reaches no tool; ``offered``:
+    the agent lists it among the frontend tools its clients offer."""
     return CustomEvent(
         name=UNDECLARED_TOOL_EVENT,
-        value={
-            "toolCallId": wire_id,
-            "toolName": tool_name,
-            "message": f"{tool_name!r} is neither the agent's tool nor a frontend tool: "
-            f"{NOT_DECLARED} (a client declares its frontend tools on every run)",
-        },
+        value={"toolCallId": wire_id, "toolName": tool_name, "message": why(tool_name, offered)},
     )
 
 
-def warn_undeclared(calls: list[ToolCallRecord], thread_id: str, run_id: str) -> None:
-    """Log a warning for each call of ``calls`` (a turn's calls to undeclared tools)."""
+def why(tool_name: str, offered: bool) -> str:
+    """Why a call of ``tool_name`` reached no tool, for the client and the log."""
+    if offered:
+        return (
+            f"{tool_name!r} is one of the frontend tools this agent's clients offer, but "
+            f"{NOT_DECLARED} (a client declares its frontend tools on every run)"
+        )
+    return (
+        f"{tool_name!r} is neither a tool of the agent nor a frontend tool of this run: "
+        f"{NOT_DECLARED} (a client declares its frontend tools on every run)"
+    )
+
+
+def warn_undeclared(
+    calls: list[ToolCallRecord], offered: set[str], thread_id: str, run_id: str
+) -> None:
+    """Log a warning for each call of ``calls`` (a turn's calls to undeclared tools);
+    ``offered``: the frontend tools the agent's clients offer."""
     for call in calls:
         logger.warning(
-            "the model called tool %r in run %s of thread %s, but no such tool is offered: "
-            "%s, and the agent has none of that name",
+            "the model called tool %r in run %s of thread %s, and no tool answered: %s",
             call.tool_name,
             run_id,
             thread_id,
-            NOT_DECLARED,
+            why(call.tool_name, call.tool_name in offered),
         )

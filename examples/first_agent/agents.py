@@ -48,7 +48,7 @@ HELP_DESK = AgentDefinition(
             parameters={"type": "object", "properties": {"order": {"type": "string"}}},
             response_schema={
                 "type": "object",
-                "properties": {"date": {"type": "string", "title": "Date"}},
+                "properties": {"date": {"type": "string", "format": "date", "title": "Date"}},
                 "required": ["date"],
             },
         )
