@@ -484,8 +484,17 @@ FORM = "application/x-www-form-urlencoded"
         ("POST", "", "text/plain", b"comment=\xff", 422, "This form could not be read"),
         ("POST", "", FORM, b"comment=" + b"x" * 1_100_000, 413, "This form is too large"),
         ("PUT", "", FORM, b"comment=", 405, "This link cannot be used this way"),
+        ("GET", "/extra/segments", None, b"", 404, "This page does not exist"),
     ],
-    ids=["trailing-equals", "non-ascii", "no-content-type", "text-plain", "too-large", "put"],
+    ids=[
+        "trailing-equals",
+        "non-ascii",
+        "no-content-type",
+        "text-plain",
+        "too-large",
+        "put",
+        "slash",
+    ],
 )
 async def test_every_answer_on_a_decision_link_is_a_page_for_people(
     http: httpx.AsyncClient,

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from google.protobuf import json_format
-from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
+from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 from temporalio.client import Client
 
 from durable_agui.core.codec import new_key
@@ -162,3 +163,36 @@ async def test_only_operators_may_decode_and_bad_payloads_are_400(keyed_stack: D
             "/codec/decode", content='{"payloads": []}', headers={**json_headers, **bearer("k-ops")}
         )
         assert empty.status_code == 200 and json.loads(empty.text) == {}
+
+
+async def test_a_signal_that_does_not_decrypt_is_refused_and_the_thread_goes_on(
+    stack: DevStack,
+) -> None:
+    """Before, the codec raised before the thread saw the signal: every workflow task of the
+    thread failed, for good."""
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        ask = {"id": "u1", "role": "user", "content": 'call cancel_booking {"booking":"BK-1"}'}
+        response = await http.post("/agents/demo", json=run_input("enc-forged", "r1", [ask], []))
+        (interrupt,) = parse_sse(response.text)[-1]["outcome"]["interrupts"]
+        # A client without the key sends what looks encrypted: it does not decrypt.
+        raw = await Client.connect(stack.temporal_address)
+        forged = Payload(
+            metadata={"encoding": b"binary/encrypted", "encryption-key-id": b"default"},
+            data=b"\0" * 12 + b"not ciphertext at all",
+        )
+        await raw.workflow_service.signal_workflow_execution(
+            SignalWorkflowExecutionRequest(
+                namespace="default",
+                workflow_execution=WorkflowExecution(workflow_id=workflow_id_for("enc-forged")),
+                signal_name="approval_decisions",
+                input=Payloads(payloads=[forged]),
+            )
+        )
+        for _ in range(300):
+            view = (await http.get("/threads/enc-forged")).json()
+            if view["refusedSignals"]:
+                break
+        assert [r["type"] for r in view["refusedSignals"]] == ["InvalidJson"]
+        answer = {"resume": [{"interruptId": interrupt["id"], "status": "resolved"}]}
+        answered = await http.post("/threads/enc-forged/tool-results", json=answer)
+        assert answered.status_code == 200 and answered.json()["accepted"] == [interrupt["id"]]

@@ -581,3 +581,18 @@ def test_a_small_call_keeps_its_arguments_beside_large_ones() -> None:
         budget.offer(ARGS_SHARE_PER_CALL)
     assert ARGS_SHARE_PER_CALL * MAX_OPEN_CALLS + budget.pool_used <= MAX_ARGS_PER_BATCH
     assert not budget.keeps(1)  # a call past MAX_OPEN_CALLS is not offered
+
+
+def test_a_run_too_large_for_a_workflow_task_is_refused() -> None:
+    huge = run(user_messages=[message("m1", "x" * admission.MAX_RUN_BYTES)])
+    assert refused(admission.check_run, view(), huge) == "RequestTooLarge"
+    assert refused(admission.check_run, view(), run("r" * 200)) == "RequestTooLarge"
+
+
+def test_large_runs_arriving_together_go_in_separate_workflow_tasks() -> None:
+    """A task's completion carries every run it accepts: past MAX_INTAKE_BYTES the next
+    run is told to retry (it goes in the next task); a task's first run always fits."""
+    large = run(user_messages=[message("m1", "x" * 900_000)])
+    admission.check_run(view(), large)
+    filling = ThreadView(**{**view().__dict__, "intake_bytes": 1_500_000})
+    assert refused(admission.check_run, filling, large) == "ThreadRollingOver"

@@ -97,7 +97,7 @@ def recorded(decision: Decision, comment: str | None, run_id: str | None) -> HTM
     return page(200, f"Recorded: {done}", goes_on + said)
 
 
-DECISION_PATH = re.compile(r"/decisions(/[^/]*)?\Z")
+DECISION_PATH = re.compile(r"/decisions(/.*)?\Z")
 """A decision link's path (``api.routers.decisions``), under any prefix, whatever its token."""
 
 _TITLES = {
@@ -165,4 +165,9 @@ def _arguments(interrupt: OpenInterrupt) -> str:
             "approve it where the thread's messages are shown)"
         )
     args: dict[str, Any] = interrupt.args
-    return json.dumps(args, indent=2, ensure_ascii=False)
+    shown = json.dumps(args, indent=2, ensure_ascii=False)
+    # Text direction controls would let arguments the model wrote read as something else.
+    return BIDI_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
+
+
+BIDI_CONTROLS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")

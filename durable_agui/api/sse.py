@@ -12,6 +12,7 @@ from ag_ui.core import EventType, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 
+from durable_agui.client.recovery import recover
 from durable_agui.client.run_events import RunSource, RunWindow, why_closed
 from durable_agui.core.contract import ErrorType, event_from_wire
 from durable_agui.core.outcomes import without_pending_ids
@@ -51,7 +52,10 @@ async def run_event_frames(
                 yield text
             if reader.ended:
                 return
-            # The stream ends only when the thread's workflow has closed: the run never will.
+            # The stream ends only when the thread's workflow has closed: the run never will,
+            # unless Temporal terminated it at its history limit: reset, it runs (recovery).
+            if attempt < READ_ATTEMPTS and await recover(source.client, source.workflow_id):
+                continue
             message = await why_closed(source.client, source.workflow_id)
             logger.error("run %s of %s: %s", run_id, source.workflow_id, message)
             break

@@ -108,7 +108,14 @@ async def _call(
             raise await _diagnosed(
                 client, workflow_id, from_temporal_error(err, thread_id)
             ) from err
-        except (RPCError, ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        except RPCError as err:
+            # A thread Temporal terminated at its history limit: reset, then sent again.
+            if err.status == RPCStatusCode.NOT_FOUND and await recover(client, workflow_id):
+                continue
+            raise await _diagnosed(
+                client, workflow_id, from_temporal_error(err, thread_id)
+            ) from err
+        except (ApplicationError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
             raise await _diagnosed(
                 client, workflow_id, from_temporal_error(err, thread_id)
             ) from err
@@ -346,7 +353,7 @@ async def thread_state(client: Client, thread_id: str, principal: str) -> Thread
                 continue
             if err.status == RPCStatusCode.NOT_FOUND and await recover(client, handle.id):
                 continue
-            raise from_temporal_error(err, thread_id) from err
+            raise await _diagnosed(client, handle.id, from_temporal_error(err, thread_id)) from err
         except (
             ApplicationError,
             WorkflowUpdateFailedError,

@@ -59,6 +59,9 @@ ANSWER_SIGNALS = (SIGNAL_TOOL_RESULTS, SIGNAL_APPROVAL_DECISIONS)
 STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
 """``temporalio.contrib.workflow_streams``' publish signal: taken only by threads still on
 their workflow stream (their turns publish with it); the others refuse it."""
+STREAM_POLL_UPDATE = "__temporal_workflow_stream_poll"
+"""``temporalio.contrib.workflow_streams``' poll update: served only by threads still on
+their workflow stream."""
 QUERY_REFUSED_SIGNALS = "refused_signals"
 """Query name: the signals the thread refused, newest last (``RefusedSignal``)."""
 

@@ -38,6 +38,16 @@ from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.thread.answers import check_answers
 from durable_agui.workflows.thread.rewind import rewind_point
 
+MAX_RUN_ID = 128
+"""Longest ``runId`` (``RUN_ID_PATTERN``'s bound, which the API checks)."""
+MAX_RUN_BYTES = 1_600_000
+"""Largest run a thread takes (its JSON): the API's largest body (1.5 MB) and what it adds.
+A Temporal caller that sends ``submit_run`` itself meets it too."""
+MAX_INTAKE_BYTES = 2_000_000
+"""Runs a thread accepts in one workflow task, all together (their JSON): the task's
+completion carries every update it accepts whole, and Temporal terminates a workflow whose
+completion passes its 4 MB message limit. The first run of a task always fits; the next is
+told to retry (the API does), and goes in the next task."""
 MAX_QUEUED_RUNS = 8
 """Runs a thread queues behind the one in progress; one more is refused with 429
 (``ThreadBusy``), so a burst of requests cannot grow a thread's history without bound."""
@@ -56,6 +66,8 @@ class ThreadView:
     current_run_id: str | None
     deleting: bool
     rolling_over: bool
+    intake_bytes: int = 0
+    """What the runs accepted in this workflow task so far weigh (``MAX_INTAKE_BYTES``)."""
     history_full: bool = False
     """The history asks for a new workflow run (``lifecycle``): a busy thread drains its
     queue first, taking no new run."""
@@ -114,11 +126,32 @@ def check_run(view: ThreadView, request: RunRequest) -> None:
             type=ErrorType.RUN_ID_REUSED,
         )
     check_not_rolling_over(view)
+    _check_size(view, request)
     _check_not_draining(view)
     _check_room(view, request)
     check_message_ids(view, request)
     check_answers(view, request.tool_results, request.resume)
     _check_approvals_answered(view, request)
+
+
+def run_size(request: RunRequest) -> int:
+    """What run ``request`` weighs as the workflow task carries it (its JSON, bytes)."""
+    return len(request.model_dump_json().encode("utf-8", "surrogatepass"))
+
+
+def _check_size(view: ThreadView, request: RunRequest) -> None:
+    size = run_size(request)
+    if size > MAX_RUN_BYTES or len(request.run_id) > MAX_RUN_ID:
+        raise ApplicationError(
+            f"the run is {size} bytes, or its runId {shown(request.run_id)} over "
+            f"{MAX_RUN_ID} characters; a thread takes runs of at most {MAX_RUN_BYTES} bytes",
+            type=ErrorType.REQUEST_TOO_LARGE,
+        )
+    if view.intake_bytes and view.intake_bytes + size > MAX_INTAKE_BYTES:
+        raise ApplicationError(
+            "the thread is taking in other large runs at this moment; send the run again",
+            type=ErrorType.ROLLING_OVER,
+        )
 
 
 def _check_not_draining(view: ThreadView) -> None:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.workflow_streams import PublishInput, WorkflowStream
 
     from durable_agui.core.contract import (
+        STREAM_POLL_UPDATE,
         STREAM_PUBLISH_SIGNAL,
         AppendInput,
         ErrorType,
@@ -51,6 +52,10 @@ class ThreadEvents:
         # (``publish_signalled``): bound to a typed argument, a signal with no input would
         # fail the workflow task on every replay.
         workflow.set_signal_handler(STREAM_PUBLISH_SIGNAL, None)
+        if start.event_log:
+            # Readers follow the event log: a poll of the stream would wait for items that
+            # never come, holding one of Temporal's 10 in-flight update slots for ever.
+            workflow.set_update_handler(STREAM_POLL_UPDATE, None)
         self.event_log = start.event_log
         self.event_log_id = start.event_log_id
         self.outbox: list[LoggedRunEvent] = []

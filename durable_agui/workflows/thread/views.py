@@ -39,6 +39,7 @@ class ThreadViews:
     _cancel_requested: bool
     _deleting: bool
     _rolling_over: bool
+    _intake: tuple[int, int]
     _shown_status: tuple[str, int] | None
 
     @property
@@ -62,6 +63,9 @@ class ThreadViews:
             current_run_id=self._current_run_id,
             deleting=self._deleting,
             rolling_over=self._rolling_over,
+            intake_bytes=self._intake[1]
+            if self._intake[0] == info.get_current_history_length()
+            else 0,
             # Read by validators only, which never replay: no patch to ask.
             history_full=info.is_continue_as_new_suggested()
             or lifecycle.over_bounds(

@@ -109,6 +109,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
         self._answers_patched: bool | None = None  # PATCH_ANSWERS_IN_TURN, per workflow run
+        self._intake = (0, 0)  # (workflow task, bytes of runs it accepted): admission
         self._events = ThreadEvents(start, self._telemetry)
 
     @workflow.run
@@ -202,6 +203,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         book, end, logged = self._book, self._events.stream_end(), self._events.event_log
         if self._view().knows_run(request.run_id):  # a validated replay: nothing new
             return self._on_log(run_queue.replayed(book, request, end, logged))
+        self._count_intake(request)
         run_queue.record_digest(book, request)
         acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
         self._take(request.tool_results, request.resume)
@@ -223,6 +225,13 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         return self._on_log(
             run_queue.queued_accepted(book, request.run_id, running, acknowledged, end, logged)
         )
+
+    def _count_intake(self, request: RunRequest) -> None:
+        """Add ``request`` to what this workflow task accepted (``admission.MAX_INTAKE_BYTES``;
+        read by validators only, which never replay)."""
+        task = workflow.info().get_current_history_length()
+        before = self._intake[1] if self._intake[0] == task else 0
+        self._intake = (task, before + admission.run_size(request))
 
     def _on_log(self, accepted: RunAccepted) -> RunAccepted:
         """``accepted`` naming the event log the thread's events are in (its id)."""
