@@ -152,17 +152,24 @@ class DevStack:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        interrupt(process)
         # The dev server runs in its own session; make sure it went down with the CLI.
         subprocess.run(
             ["pkill", "-KILL", "-f", str(self.data_dir / "temporal.sqlite")], check=False
         )
+
+
+def interrupt(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``process`` (started in a session of its own) as Ctrl-C does; SIGKILL its whole
+    session if it has not ended 30 s later."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def answers(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from durable_agui.cli.devserver import free_port
-from tests.stack import BIN, answers
+from tests.stack import BIN, answers, interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "getting-started" / "first-agent.md"
@@ -62,14 +61,8 @@ class Server:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if process is not None:
+            interrupt(process)
 
 
 class Shell:
