@@ -15,15 +15,38 @@ thread an operator terminated, or one that completed, is not touched.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, ResetReapplyExcludeType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHistoryEventFilterType,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from durable_agui.core.event_log import read_thread
+
 logger = logging.getLogger(__name__)
+
+
+async def _caught_up(client: Client, workflow_id: str) -> None:
+    """Return once the reset run has completed the workflow task it re-runs (a read goes
+    through the next workflow task); a read that fails is the caller's retry to meet."""
+    with contextlib.suppress(
+        RPCError,
+        ApplicationError,
+        WorkflowUpdateFailedError,
+        WorkflowUpdateRPCTimeoutOrCancelledError,
+    ):
+        await read_thread(client.get_workflow_handle(workflow_id), None)
+
 
 LIMIT_REASONS = ("Workflow history size exceeds limit.", "Workflow history count exceeds limit.")
 """The reasons the Temporal server gives when it terminates a run at its history limits."""
@@ -75,6 +98,10 @@ async def recover(client: Client, workflow_id: str) -> bool:
                 ],
             )
         )
+        # The reset run re-runs its last workflow task; within one activation the SDK
+        # applies updates before activity results, so a request sent at once could meet the
+        # thread before that task re-opened its batch. A read waits for that task.
+        await _caught_up(client, workflow_id)
     except RPCError as err:
         logger.warning("recovering thread workflow %s failed: %s", workflow_id, err)
         return False
