@@ -12,8 +12,8 @@ from ag_ui.core import EventType, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 
-from durable_agui.client.recovery import recover
-from durable_agui.client.run_events import RunSource, RunWindow, why_closed
+from durable_agui.client.recovery import recover, why_closed
+from durable_agui.client.run_events import RunSource, RunWindow
 from durable_agui.core.contract import ErrorType, event_from_wire
 from durable_agui.core.outcomes import without_pending_ids
 from durable_agui.core.settings import Settings

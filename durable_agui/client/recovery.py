@@ -20,6 +20,7 @@ import logging
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, ResetReapplyExcludeType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import (
     Client,
@@ -64,15 +65,10 @@ async def recover(client: Client, workflow_id: str) -> bool:
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.TERMINATED:
             return False
-        closing = [
-            event
-            async for event in handle.fetch_history_events(
-                event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
-            )
-        ]
-        if not closing:
+        closing = await _close_event(client, workflow_id)
+        if closing is None:
             return False
-        reason = closing[-1].workflow_execution_terminated_event_attributes.reason
+        reason = closing.workflow_execution_terminated_event_attributes.reason
         if reason not in LIMIT_REASONS:
             return False
         last_completed = 0
@@ -112,3 +108,39 @@ async def recover(client: Client, workflow_id: str) -> bool:
         last_completed,
     )
     return True
+
+
+async def _close_event(client: Client, workflow_id: str) -> HistoryEvent | None:
+    """The close event of ``workflow_id``'s latest run (``None``: it has none yet).
+
+    Raises:
+        RPCError: Temporal could not be read.
+    """
+    handle = client.get_workflow_handle(workflow_id)
+    closing = [
+        event
+        async for event in handle.fetch_history_events(
+            event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+        )
+    ]
+    return closing[-1] if closing else None
+
+
+async def why_closed(client: Client, workflow_id: str) -> str:
+    """Why the thread's workflow closed before a run it had accepted ended, in words for the
+    run's ``RUN_ERROR``: how it closed (the close event of its latest run), and, for a
+    termination, the reason Temporal gave (a history past Temporal's limits, say)."""
+    try:
+        event = await _close_event(client, workflow_id)
+    except RPCError:
+        event = None
+    if event is None:
+        return "the thread's workflow closed before this run ended (see the worker's log)"
+    if event.HasField("workflow_execution_terminated_event_attributes"):
+        reason = event.workflow_execution_terminated_event_attributes.reason or "no reason given"
+        return f"the thread's workflow was terminated before this run ran ({reason[:200]})"
+    if event.HasField("workflow_execution_completed_event_attributes"):
+        return "the thread was deleted or expired before this run ended"
+    if event.HasField("workflow_execution_continued_as_new_event_attributes"):
+        return "the thread continued as new without this run (see the worker's log)"
+    return "the thread's workflow failed, timed out or was cancelled before this run ended"

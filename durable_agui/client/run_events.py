@@ -18,7 +18,6 @@ from datetime import timedelta
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowHistoryEventFilterType,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -339,33 +338,6 @@ def _ends(events: list[LoggedEvent]) -> bool:
 
 
 RunSource = StreamSource | LogSource
-
-
-async def why_closed(client: Client, workflow_id: str) -> str:
-    """Why the thread's workflow closed before a run it had accepted ended, in words for the
-    run's ``RUN_ERROR``: how it closed (the close event of its latest run), and, for a
-    termination, the reason Temporal gave (a history past Temporal's limits, say)."""
-    handle = client.get_workflow_handle(workflow_id)
-    try:
-        closing = [
-            event
-            async for event in handle.fetch_history_events(
-                event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
-            )
-        ]
-    except RPCError:
-        closing = []
-    if not closing:
-        return "the thread's workflow closed before this run ended (see the worker's log)"
-    event = closing[-1]
-    if event.HasField("workflow_execution_terminated_event_attributes"):
-        reason = event.workflow_execution_terminated_event_attributes.reason or "no reason given"
-        return f"the thread's workflow was terminated before this run ran ({reason[:200]})"
-    if event.HasField("workflow_execution_completed_event_attributes"):
-        return "the thread was deleted or expired before this run ended"
-    if event.HasField("workflow_execution_continued_as_new_event_attributes"):
-        return "the thread continued as new without this run (see the worker's log)"
-    return "the thread's workflow failed, timed out or was cancelled before this run ended"
 
 
 OUTAGE_RECHECK_S = 1.0
