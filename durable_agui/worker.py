@@ -47,8 +47,7 @@ def thread_activities(
     settings: Settings | None = None, agents: AgentsArgument | None = None
 ) -> list[Callable[..., Any]]:
     """The activities a worker must register on ``settings.task_queue`` to host threads
-    (``run_turn``, for turns scheduled there before each agent had its queue,
-    ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``append_events``,
+    (``run_turn``, which no thread since release 0.1.0 schedules there, ``reconcile_session``, ``count_session_messages``, ``delete_session``, ``append_events``,
     ``deliver_webhook``,
     ``send_scheduled_run``), bound to ``settings`` (default: the
     environment's) and ``agents``: an ``AgentRegistry``, a list or dict of

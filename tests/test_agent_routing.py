@@ -172,12 +172,10 @@ def run_turn_queues(history: str) -> list[str]:
     ]
 
 
-def test_turns_recorded_before_agent_queues_stay_on_the_threads_queue_and_new_ones_move() -> None:
-    """Both histories replay (``tests/test_replay.py``); here, where their turns went."""
-    assert run_turn_queues("round_trip.json") == ["record-round_trip"] * 2
-    assert (
-        run_turn_queues("agent_queue.json") == [agent_task_queue("record-agent_queue", "demo")] * 2
-    )
+def test_every_recorded_turn_ran_on_its_agents_queue() -> None:
+    """The histories replay (``tests/test_replay.py``); here, where their turns went."""
+    for name in ("round_trip", "agent_queue"):
+        assert run_turn_queues(f"{name}.json") == [agent_task_queue(f"record-{name}", "demo")] * 2
 
 
 @pytest.mark.parametrize(

@@ -412,7 +412,7 @@ async def test_reads_while_a_dead_workers_task_waits_leave_a_history_that_replay
     from earlier tasks, worker B takes the later ones and dies while the thread's next task
     waits for it, and clients read the thread in that window. With reads sent as Temporal
     queries, the same steps driven from a script failed to replay 4 times in 5 (a direct
-    query task reached A: ``tests/histories/upstream``); the test below that counts the
+    query task reached A: ``docs/upstream/direct-query-reorders-commands.md``); the test below that counts the
     server's queries is the one that fails on query reads every time. Here the history
     must replay."""
     # Idle long polls end after 5 s (not 70): a paused worker stops taking tasks quickly.

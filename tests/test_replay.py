@@ -7,7 +7,6 @@ history fails here; guard it with ``workflow.patched`` instead.
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import pytest
@@ -62,28 +61,3 @@ async def test_history_replays_with_tracing(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
-
-
-UPSTREAM = sorted((Path(__file__).parent / "histories" / "upstream").glob("*.json*"))
-"""Histories sdk-core wrote in an order its own replay cannot reproduce (see
-``docs/upstream/direct-query-reorders-commands.md``): a direct query task applied a waiting
-workflow task's events to a cached run, so that task's commands were sent in front of the
-next task's update acceptance; replay puts the acceptance first. Our API no longer sends
-queries (``durable_agui/event_log.py``), so it cannot cause such a history again."""
-
-
-def _history(path: Path) -> WorkflowHistory:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as text:
-        return WorkflowHistory.from_json(path.name.split(".")[0], text.read())
-
-
-@pytest.mark.parametrize("path", UPSTREAM, ids=lambda path: path.name.split(".")[0])
-async def test_upstream_histories_still_fail_as_reported(path: Path) -> None:
-    """When an SDK upgrade makes one of these replay, the upstream fix has landed: move the
-    history to ``tests/histories`` and reconsider the query-free reads."""
-    replayer = Replayer(workflows=[AgentThreadWorkflow], data_converter=pydantic_data_converter)
-    result = await replayer.replay_workflow(_history(path), raise_on_replay_failure=False)
-    assert result.replay_failure is not None
-    assert "Update machine does not handle this event" in str(result.replay_failure)
-    assert "ActivityTaskScheduled" in str(result.replay_failure)

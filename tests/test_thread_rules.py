@@ -428,20 +428,12 @@ def test_a_turns_prompts_and_end_are_remembered() -> None:
 
 
 def test_an_idle_thread_expires_its_time_to_live_after_its_last_run() -> None:
-    assert lifecycle.expiry(NOW, 60, None, lambda: True) == NOW + timedelta(seconds=60)
+    assert lifecycle.expiry(NOW, 60, None) == NOW + timedelta(seconds=60)
 
 
 def test_a_thread_waiting_for_a_person_or_without_a_ttl_does_not_expire() -> None:
-    asked: list[bool] = []
-
-    def ttl_patched() -> bool:
-        asked.append(True)
-        return True
-
-    assert lifecycle.expiry(NOW, None, None, ttl_patched) is None
-    assert lifecycle.expiry(NOW, 60, NOW, ttl_patched) is None
-    assert asked == []  # the patch is asked only when it decides
-    assert lifecycle.expiry(NOW, 60, None, lambda: False) is None
+    assert lifecycle.expiry(NOW, None, None) is None
+    assert lifecycle.expiry(NOW, 60, NOW) is None
 
 
 def test_a_thread_continues_as_new_when_idle_and_suggested_or_after_its_turns() -> None:

@@ -20,9 +20,9 @@ formed); each thread's persisted messages are well formed (every tool use answer
 placeholder); after a restart of the dev server each thread is idle and answers again; and
 every workflow history, the previous release's tasks included, replays on this code.
 
-"The previous release" is the newest tag that is an ancestor of HEAD other than HEAD itself
-(the latest created of ``git tag --merged HEAD --no-contains HEAD``), else ``HEAD~1``.
-Without git or such a commit (a shallow clone) the test fails under CI and skips elsewhere.
+"The previous release" is the latest one recorded in ``releases.toml`` (its commit: tags may
+not travel with a clone, the file does), else ``HEAD~1`` (before the first release). Without
+git or that commit (a shallow clone) the test fails under CI and skips elsewhere.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -79,17 +80,20 @@ def git(*args: str) -> str | None:
 
 
 def previous_release() -> str:
-    """The newest tag among HEAD's ancestors other than HEAD, else ``HEAD~1`` (a commit)."""
+    """The latest release in ``releases.toml`` (its commit), else ``HEAD~1``."""
     if shutil.which("git") is None:
         unavailable("git is missing: the upgrade test installs the previous release from git")
     if git("rev-parse", "--verify", "HEAD^{commit}") is None:
         unavailable(f"{ROOT} is not a git checkout: no previous release to upgrade from")
-    tags = git(
-        "for-each-ref", "--merged=HEAD", "--no-contains=HEAD", "--sort=-creatordate",
-        "--format=%(refname:short)", "refs/tags",
-    )  # fmt: skip
-    if tags:
-        return tags.splitlines()[0]
+    releases = tomllib.loads((ROOT / "releases.toml").read_text()).get("release", [])
+    if releases:
+        latest = releases[-1]
+        commit = git("rev-parse", "--verify", f"{latest['commit']}^{{commit}}")
+        if commit is None:
+            unavailable(f"release {latest['version']}'s commit {latest['commit']} is not here")
+        if git("merge-base", "--is-ancestor", commit, "HEAD") is None:
+            pytest.fail(f"release {latest['version']} ({commit}) is not an ancestor of HEAD")
+        return commit
     parent = git("rev-parse", "--verify", "HEAD~1^{commit}")
     if parent is None:
         unavailable("HEAD has no parent here (a shallow clone?): no previous release")

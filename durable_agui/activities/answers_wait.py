@@ -1,14 +1,14 @@
 """A continuation's answers wait out a store outage; its turn does not wait for ever.
 
 A continuation's ``run_turn`` writes the closed batch's answers before the turn runs
-(``PATCH_ANSWERS_IN_TURN``). Two rules meet there: an answer the thread accepted is written
+(one activity where there were two). Two rules meet there: an answer the thread accepted is written
 however long the session store is away (as ``reconcile_session`` always did, retried without
 limit), and a turn has ``TURN_ATTEMPTS`` attempts (``RUN_TURN_RETRY``), whatever ends them: a
 worker that dies, or an attempt that times out, raises nothing an attempt could count. So
 the turn keeps its three attempts, and its first attempt, when it finds the store away
 before it wrote the answers, fails at once with ``AnswersWaitForTheStore``, not retried; the
-thread then writes them with ``reconcile_session`` and runs the turn after it, as histories
-recorded before the patch do (``ThreadRuns._continue``).
+thread then writes them with ``reconcile_session`` and runs the turn after it
+(``RunSteps._continue``).
 
 Only the first attempt: a later one follows an attempt that may have written the answers
 and streamed part of the turn, which only a retry of the same activity closes (its

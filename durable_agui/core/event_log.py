@@ -3,8 +3,9 @@
 Nothing here sends a Temporal query to a running thread. sdk-core answers a direct query
 task (the kind the server sends when a thread's workflow task waits for a dead worker) by
 applying the task's new events to a cached run and sending the commands that produces in
-front of the next task's update acceptances, an order replay cannot reproduce (the history
-in ``tests/histories/upstream`` shows it). So reads go through workflow tasks like updates:
+front of the next task's update acceptances, an order replay cannot reproduce
+(``docs/upstream/direct-query-reorders-commands.md``). So reads go through workflow tasks
+like updates:
 
 - the thread's state through ``read_thread``, an update whose validator always refuses with
   the state as its detail (a refused update writes nothing to history);

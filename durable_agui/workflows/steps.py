@@ -30,12 +30,6 @@ with workflow.unsafe.imports_passed_through():
         TurnOutput,
         WebhookDelivery,
     )
-    from durable_agui.workflows.patches import (
-        PATCH_AGENT_QUEUES,
-        PATCH_COUNT_FAILURE,
-        PATCH_COUNT_LOCALLY,
-        patched,
-    )
 
 RUN_TURN_TIMEOUT = timedelta(minutes=10)
 RUN_TURN_RETRY = RetryPolicy(
@@ -77,25 +71,18 @@ def start_reconcile(
     )
 
 
-async def count_session_messages(session_id: str, settled: bool = False) -> int:
+async def count_session_messages(session_id: str) -> int:
     """The number of messages session ``session_id`` holds, counted before a thread's first
-    turn (a session may predate its thread). ``settled``: see ``patched``.
+    turn (a session may predate its thread).
 
     A local activity: counted within the workflow task that schedules the turn, which saves
     a workflow task round trip on every thread's first turn.
 
     Raises:
         LocalActivityFailed: the store stayed away for every attempt (``COUNT_RETRY``).
-        temporalio.exceptions.ActivityError: the same, for histories recorded before
-            ``PATCH_COUNT_LOCALLY``.
     """
-    execute = (
-        workflow.execute_local_activity
-        if patched(PATCH_COUNT_LOCALLY, settled)
-        else workflow.execute_activity
-    )
     try:
-        count: int = await execute(
+        count: int = await workflow.execute_local_activity(
             "count_session_messages",
             session_id,
             result_type=int,
@@ -105,8 +92,6 @@ async def count_session_messages(session_id: str, settled: bool = False) -> int:
         )
     except ApplicationError as err:
         # A local activity's failure arrives as its cause, not as ActivityError.
-        if not patched(PATCH_COUNT_FAILURE, settled):
-            raise  # recorded before the patch: this failed the thread
         raise LocalActivityFailed(err) from err
     return count
 
@@ -218,10 +203,7 @@ def start_turn(
 
 def turn_task_queue(agent: str) -> str | None:
     """The task queue of ``agent``'s turns: its own (``agent_task_queue`` of the thread's
-    queue), so only a worker serving it takes them; ``None`` (the thread's queue) in
-    histories recorded before ``PATCH_AGENT_QUEUES``."""
-    if not workflow.patched(PATCH_AGENT_QUEUES):
-        return None
+    queue), so only a worker serving it takes them."""
     return agent_task_queue(workflow.info().task_queue, agent)
 
 

@@ -502,11 +502,29 @@ class SlowReconcile(ReconcileActivities):
         return await super().reconcile_session(request)
 
 
+class SlowReconcileAfterStoreAway:
+    """The store away when the continuation's turn first writes the answers
+    (``StoreAwayBeforeAnswers``), then slow to take them from ``reconcile_session``
+    (``SlowReconcile``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._turn = StoreAwayBeforeAnswers(settings)
+        self._reconcile = SlowReconcile(settings)
+
+    @property
+    def run_turn(self) -> Callable[[TurnInput], Awaitable[TurnOutput]]:
+        return self._turn.run_turn
+
+    @property
+    def reconcile_session(self) -> Callable[[ReconcileInput], Awaitable[ReconcileOutput]]:
+        return self._reconcile.reconcile_session
+
+
 async def cancel_during_reconcile(
     env: WorkflowEnvironment, settings: Settings, thread: str
 ) -> None:
-    """A cancel while the answers are written: the write is stopped, the run ends
-    cancelled, and the next run writes the answers and continues."""
+    """A cancel while the answers are written (the store was away when the turn would have
+    written them): the write is stopped and the run ends cancelled."""
     await start_run(
         env.client, settings, thread, "r1", 'call confirm_booking {"f":1}', [CONFIRM_BOOKING]
     )
@@ -602,10 +620,9 @@ class StoreAwayBeforeAnswers(TurnActivities):
     """The session store away when the continuation's turn first writes the answers (a
     driver's error, as a database that went away raises), back for ``reconcile_session``."""
 
-    failed = False
-
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings, agent_registry(None, settings.agents))
+        self.failed = False
 
     @activity.defn(name="run_turn")
     async def run_turn(self, turn: TurnInput) -> TurnOutput:
@@ -614,8 +631,8 @@ class StoreAwayBeforeAnswers(TurnActivities):
     async def _write_answers(
         self, turn: TurnInput, writer: Writer
     ) -> tuple[ReconcileOutput | None, TurnInput]:
-        if turn.answers is not None and not StoreAwayBeforeAnswers.failed:
-            StoreAwayBeforeAnswers.failed = True
+        if turn.answers is not None and not self.failed:
+            self.failed = True
             raise sqlite3.OperationalError("unable to open database file")
         return await super()._write_answers(turn, writer)
 
@@ -629,7 +646,13 @@ async def answers_wait_for_the_store(
     await round_trip(env, settings, thread)
     events = await run_events(env.client, thread, "r2")
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
-    assert StoreAwayBeforeAnswers.failed
+    history = await env.client.get_workflow_handle(workflow_id_for(thread)).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "reconcile_session" in scheduled, scheduled
 
 
 async def cancelled_turn_fails(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -681,7 +704,7 @@ TRACED = {"traced"}
 """Scenarios recorded with a worker whose client carries the OpenTelemetry plugin."""
 
 SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
-    "cancel_during_reconcile": SlowReconcile,
+    "cancel_during_reconcile": SlowReconcileAfterStoreAway,
     "first_count_fails": StoreAwayOnce,
     "cancelled_turn_fails": TurnDiesWhenCancelled,
     "log_away": LogAwayAtFirst,

@@ -139,8 +139,8 @@ class TurnInput(BaseModel):
     """The closed batch's results to write over their placeholders first (what
     ``reconcile_session`` does, inside the turn: one activity where there were two). When
     the user input joins their message (``ReconcileOutput.user_input_appended``), the turn
-    is not prompted with it again. ``None``: nothing to write, or a thread whose history
-    wrote them with an activity of their own (``PATCH_ANSWERS_IN_TURN``)."""
+    is not prompted with it again. ``None``: nothing to write, or the store was away and
+    ``reconcile_session`` wrote them first (``activities/answers_wait.py``)."""
 
 
 class TurnOutput(BaseModel):

@@ -39,16 +39,10 @@ KEEP_MESSAGE_IDS = 1000
 assistant message) is ever sent to a thread, so older ids cannot come back."""
 
 
-def expiry(
-    idle_since: datetime,
-    ttl_s: float | None,
-    deadline: datetime | None,
-    ttl_patched: Callable[[], bool],
-) -> datetime | None:
+def expiry(idle_since: datetime, ttl_s: float | None, deadline: datetime | None) -> datetime | None:
     """When the thread expires, if it is idle (nothing waits for a person: no batch
-    ``deadline``) and has a time-to-live: ``ttl_s`` after ``idle_since``. ``ttl_patched`` is
-    asked last, and only then (its answer is a marker in the thread's history)."""
-    if not ttl_s or deadline is not None or not ttl_patched():
+    ``deadline``) and has a time-to-live: ``ttl_s`` after ``idle_since``."""
+    if not ttl_s or deadline is not None:
         return None
     return idle_since + timedelta(seconds=ttl_s)
 

@@ -3,8 +3,7 @@
 ``RunSteps`` is the half of ``AgentThreadWorkflow`` that carries a run out: it starts the
 activities (``steps``), closes the batch (``ToolCallBatch.close``) and publishes the run's
 events; what each step decides comes from the plain modules (``rewind``, ``batch``,
-``outcomes``). The order of every ``patched`` call is the order the workflow always had, so
-old histories replay.
+``outcomes``).
 """
 
 from __future__ import annotations
@@ -50,13 +49,6 @@ with workflow.unsafe.imports_passed_through():
         run_error_event,
         usage_entries,
     )
-    from durable_agui.workflows.patches import (
-        PATCH_ANSWERS_IN_TURN,
-        PATCH_CANCELLED_TURN_FAILS,
-        PATCH_COUNT_FIRST,
-        PATCH_EARLY_ANSWERS,
-        PATCH_REWIND,
-    )
     from durable_agui.workflows.telemetry import RunOutcome, ThreadTelemetry
     from durable_agui.workflows.thread import rewind
     from durable_agui.workflows.thread.admission import ThreadView
@@ -97,9 +89,7 @@ class RunSteps:
     _run_outcomes: dict[str, Literal["cancelled", "finished"]]
     _run_usage: TokenCounts | None
     _idle_since: datetime
-    _answers_patched: bool | None
     # What the workflow's other halves provide (declared, not defined: the MRO finds them).
-    _patched: Callable[[str], bool]  # AgentThreadWorkflow's
     _notify: Callable[[str], None]  # WebhookDeliveries'
     _view: Callable[[], ThreadView]  # ThreadViews'
     _show_status: Callable[[], None]  # ThreadViews'
@@ -183,11 +173,11 @@ class RunSteps:
 
     async def _run_body(self, run: RunRequest) -> RunOutcome:
         """A run's three kinds: a rewind, a run bringing answers early, any other."""
-        if run.rewind_to is not None and self._patched(PATCH_REWIND):
+        if run.rewind_to is not None:
             self._rewind(run, run.rewind_to)
             await self._run_turn(run, run.user_messages, [])
             return self._finished(run)
-        if run.early_tool_results and self._patched(PATCH_EARLY_ANSWERS):
+        if run.early_tool_results:
             try:  # the calls they answer are in the batch now, or they are refused
                 check_answers(self._view(), run.early_tool_results, [])
             except ApplicationError as refused:
@@ -252,18 +242,16 @@ class RunSteps:
 
     async def _continue(self, run: RunRequest) -> None:
         """Write the closed batch's results (and the run's user input after them), then run
-        the turn that reads them: both in the turn's activity (``PATCH_ANSWERS_IN_TURN``),
-        or, in histories recorded before it, with ``reconcile_session`` first."""
-        if self._answers_in_turn():
-            answers = self._answers(run.user_messages)
-            try:
-                await self._run_turn(run, run.user_messages, self._book.approved, answers)
-                return
-            except ActivityError as err:
-                if answers is None or not steps.answers_wait_for_the_store(err):
-                    raise
-            # The store was away before the turn wrote the answers: they are written as
-            # before the patch, waiting for the store however long (``answers_wait``).
+        the turn that reads them: both in the turn's activity; when the store was away
+        before the turn wrote them, with ``reconcile_session`` first, waiting for the store
+        however long (``answers_wait``)."""
+        answers = self._answers(run.user_messages)
+        try:
+            await self._run_turn(run, run.user_messages, self._book.approved, answers)
+            return
+        except ActivityError as err:
+            if answers is None or not steps.answers_wait_for_the_store(err):
+                raise
         try:
             appended = await self._write_tail(run.user_messages, cancellable=True)
         except ActivityError as err:
@@ -278,13 +266,6 @@ class RunSteps:
         if isinstance(err.cause, CancelledError) and self._cancel_requested:
             raise RunCancelled(persisted=False) from err
 
-    def _answers_in_turn(self) -> bool:
-        """``workflow.patched(PATCH_ANSWERS_IN_TURN)``, asked once per workflow run (its
-        first turn or continuation asks) and kept."""
-        if self._answers_patched is None:
-            self._answers_patched = workflow.patched(PATCH_ANSWERS_IN_TURN)
-        return self._answers_patched
-
     async def _run_turn(
         self,
         run: RunRequest,
@@ -294,13 +275,10 @@ class RunSteps:
     ) -> None:
         """Run the turn (writing ``answers`` first, when given: see ``_continue``)."""
         book = self._book
-        self._answers_in_turn()  # its marker beside the turn's, at the run's first turn
-        if book.message_count is None and self._patched(PATCH_COUNT_FIRST):
+        if book.message_count is None:
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
-            book.message_count = await steps.count_session_messages(
-                self._session_id, settled=self._events.event_log
-            )
+            book.message_count = await steps.count_session_messages(self._session_id)
         self._turn_start = book.message_count
         if answers is None:
             rewind.record_prompts(book, user_messages)
@@ -360,7 +338,7 @@ class RunSteps:
             return await self._turn_activity
         except ActivityError as err:
             self._raise_if_cancelled(err)
-            if self._cancel_requested and self._patched(PATCH_CANCELLED_TURN_FAILS):
+            if self._cancel_requested:
                 # The cancel was asked for; the turn could not stop at a safe point (its
                 # worker died, its heartbeat timed out). What it wrote is cut by the next.
                 raise RunCancelled(persisted=False) from err
@@ -376,8 +354,7 @@ class RunSteps:
         book.last_turn_run_id = run.run_id
         book.turns += 1
         book.message_count = output.message_count
-        if self._patched(PATCH_REWIND):
-            rewind.record_turn_end(book, run.run_id, output.message_count)
+        rewind.record_turn_end(book, run.run_id, output.message_count)
         self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)
 
     # -- closing a batch and writing its results ----------------------------------------

@@ -5,7 +5,6 @@ or fails the thread; one that fails every attempt is recorded on the thread."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -20,7 +19,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agui.workflows import steps
     from durable_agui.workflows.batch import ToolCallBatch
-    from durable_agui.workflows.patches import PATCH_WEBHOOKS
     from durable_agui.workflows.thread import notifications
     from durable_agui.workflows.thread.events import ThreadEvents
 
@@ -36,8 +34,6 @@ class WebhookDeliveries:
     _deliveries: int
     _background: set[asyncio.Task[None]]
 
-    _patched: Callable[[str], bool]  # the workflow's
-
     @property
     def _status(self) -> ThreadStatus:
         raise NotImplementedError  # ThreadViews', first in the workflow's bases
@@ -45,7 +41,7 @@ class WebhookDeliveries:
     def _notify(self, run_id: str) -> None:
         """Start the webhook deliveries of run ``run_id``'s end (``notifications``), in the
         background: a delivery never holds or fails the thread."""
-        if not self._start.webhook_attempts or not self._patched(PATCH_WEBHOOKS):
+        if not self._start.webhook_attempts:
             return
         for delivery in notifications.run_deliveries(
             workflow_id=workflow.info().workflow_id,

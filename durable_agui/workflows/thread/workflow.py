@@ -50,17 +50,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.telemetry.tracing import trace_parent
     from durable_agui.workflows.batch import MAX_BATCH_ANSWER_BYTES, ToolCallBatch
     from durable_agui.workflows.bounds import time_to
-    from durable_agui.workflows.patches import (
-        PATCH_CANCEL_OUTCOME,
-        PATCH_CANCEL_RECONCILE,
-        PATCH_HISTORY_BOUND,
-        PATCH_METADATA,
-        PATCH_MULTITASK,
-        PATCH_REWIND,
-        PATCH_TAGS_INDEXED,
-        PATCH_TTL,
-        patched,
-    )
     from durable_agui.workflows.telemetry import ThreadTelemetry
     from durable_agui.workflows.thread import admission, lifecycle, run_queue
     from durable_agui.workflows.thread.answering import ThreadAnswers
@@ -108,7 +97,6 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._deleted = False  # its session is gone
         self._shown_status: tuple[str, int] | None = None
         self._rolling_over = False
-        self._answers_patched: bool | None = None  # PATCH_ANSWERS_IN_TURN, per workflow run
         self._intake = (0, 0)  # (workflow task, bytes of runs it accepted): admission
         self._events = ThreadEvents(start, self._telemetry)
 
@@ -146,7 +134,6 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
             self._idle_since,
             self._start.idle_ttl_s,
             self._batch.deadline(),
-            lambda: self._patched(PATCH_TTL),
         )
 
     def _should_roll_over(self) -> bool:
@@ -158,17 +145,15 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         )
 
     def _history_full(self) -> bool:
-        """Whether the history asks for a new workflow run (``lifecycle``); the patch is
-        asked only when our bound decides it."""
+        """Whether the history asks for a new workflow run (``lifecycle``)."""
         info = workflow.info()
         if info.is_continue_as_new_suggested():
             return True
-        full = lifecycle.over_bounds(
+        return lifecycle.over_bounds(
             info.get_current_history_size(),
             info.get_current_history_length(),
             self._start.history_bound_bytes,
         )
-        return full and workflow.patched(PATCH_HISTORY_BOUND)
 
     # -- queries and updates ----------------------------------------------------------------
 
@@ -188,7 +173,7 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         workflow task like any update, never as a direct query task: sdk-core applies the
         new events of a direct query task to a cached run and sends the commands that
         produces in front of the next task's update acceptances, an order replay cannot
-        reproduce (the nondeterminism recorded in ``tests/histories/upstream``).
+        reproduce (``docs/upstream/direct-query-reorders-commands.md``).
         """
 
     @read_thread.validator
@@ -207,14 +192,13 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         run_queue.record_digest(book, request)
         acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
         self._take(request.tool_results, request.resume)
-        rewind_to = rewind_point(book, request)
         # A regenerate or an edit: its tail is run again from that point, all of it.
-        rewinds = rewind_to is not None and self._patched(PATCH_REWIND)
-        queued = run_queue.take_in(book, request, rewind_to if rewinds else None, trace_parent())
+        rewind_to = rewind_point(book, request)
+        queued = run_queue.take_in(book, request, rewind_to, trace_parent())
         if request.metadata is not None:
             self._set_metadata(request.metadata)
         running = self._current_run_id is not None
-        first = run_queue.interrupts(request) and running and self._patched(PATCH_MULTITASK)
+        first = run_queue.interrupts(request) and running
         if first:
             self._interrupt(rollback=request.multitask_strategy == "rollback")
         run_queue.enqueue(book, queued, first=first)
@@ -255,9 +239,8 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
 
     def _set_metadata(self, metadata: ThreadMetadata) -> None:
         self._book.metadata = metadata
-        if self._patched(PATCH_METADATA):
-            workflow.upsert_memo(metadata.model_dump(mode="json"))
-        if self._start.tags_indexed and workflow.patched(PATCH_TAGS_INDEXED):
+        workflow.upsert_memo(metadata.model_dump(mode="json"))
+        if self._start.tags_indexed:
             keys = [tag_key(tag) for tag in metadata.tags]
             workflow.upsert_search_attributes(
                 [THREAD_TAGS.value_set(keys) if keys else THREAD_TAGS.value_unset()]
@@ -289,10 +272,8 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         self._cancel_requested = True
         if self._turn_activity is not None:
             self._turn_activity.cancel()
-        if self._reconcile_activity is not None and self._patched(PATCH_CANCEL_RECONCILE):
+        if self._reconcile_activity is not None:
             self._reconcile_activity.cancel()
-        if not self._patched(PATCH_CANCEL_OUTCOME):
-            return CancelAccepted(run_id=run_id)
         await workflow.wait_condition(lambda: run_id in self._book.finished_run_ids)
         return CancelAccepted(run_id=run_id, outcome=self._run_outcomes.get(run_id, "finished"))
 
@@ -301,7 +282,3 @@ class AgentThreadWorkflow(ThreadViews, ThreadAnswers, RunSteps, ThreadEndings, W
         admission.check_cancel(self._view(), request or CancelRequest(principal=self._start.owner))
 
     # -- a run, start to end --------------------------------------------------------------
-
-    def _patched(self, patch_id: str) -> bool:
-        """``workflow.patched``, settled for threads on the event log (``steps.patched``)."""
-        return patched(patch_id, self._events.event_log)
