@@ -44,7 +44,9 @@ from durable_agui.workflows.thread import (
     rewind,
     run_queue,
 )
-from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, ThreadView
+from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, AdmissionView
+from durable_agui.workflows.thread.cursor import SessionCursor
+from durable_agui.workflows.thread.ledger import RunLedger
 
 pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
 
@@ -52,19 +54,19 @@ NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
 
 def view(
-    book: ThreadCarry | None = None,
+    carry: ThreadCarry | None = None,
     batch: ToolCallBatch | None = None,
     *,
     running: str | None = None,
     deleting: bool = False,
     rolling_over: bool = False,
     history_full: bool = False,
-) -> ThreadView:
-    return ThreadView(
+) -> AdmissionView:
+    return AdmissionView(
         thread_id="t",
         owner="alice",
         agent="demo",
-        book=book or ThreadCarry(),
+        carry=carry or ThreadCarry(),
         batch=batch or ToolCallBatch(BatchState()),
         current_run_id=running,
         deleting=deleting,
@@ -132,29 +134,29 @@ def with_batch(*calls: tuple[str, str]) -> ToolCallBatch:
     ],
 )
 def test_a_run_is_refused_by_the_first_rule_it_breaks(
-    thread: ThreadView, request_: RunRequest, error_type: str
+    thread: AdmissionView, request_: RunRequest, error_type: str
 ) -> None:
     assert refused(admission.check_run, thread, request_) == error_type
 
 
 def test_a_known_run_id_is_a_retry_with_the_same_body_and_refused_with_another() -> None:
-    book = ThreadCarry(finished_run_ids=["r1"], run_digests={"r1": "d1"})
-    admission.check_run(view(book), run(digest="d1"))  # the same run: admitted, nothing new
-    assert refused(admission.check_run, view(book), run(digest="d2")) == "RunIdReused"
+    carry = ThreadCarry(finished_run_ids=["r1"], run_digests={"r1": "d1"})
+    admission.check_run(view(carry), run(digest="d1"))  # the same run: admitted, nothing new
+    assert refused(admission.check_run, view(carry), run(digest="d2")) == "RunIdReused"
 
 
 def test_at_most_eight_runs_queue() -> None:
-    book = ThreadCarry(queue=[run(f"q{n}") for n in range(MAX_QUEUED_RUNS)])
-    assert refused(admission.check_run, view(book, running="r0"), run("r9")) == "ThreadBusy"
+    carry = ThreadCarry(queue=[run(f"q{n}") for n in range(MAX_QUEUED_RUNS)])
+    assert refused(admission.check_run, view(carry, running="r0"), run("r9")) == "ThreadBusy"
 
 
 def test_a_message_id_keeps_its_content() -> None:
-    book = ThreadCarry()
+    carry = ThreadCarry()
     taken = message("m1", "first")
-    book.taken_message_digests[taken.id_digest()] = taken.digest()
+    carry.taken_message_digests[taken.id_digest()] = taken.digest()
     request = run(user_messages=[message("m1", "other")])
-    assert refused(admission.check_run, view(book), request) == "MessageIdReused"
-    admission.check_run(view(book), run(user_messages=[taken]))  # the same content: a re-send
+    assert refused(admission.check_run, view(carry), request) == "MessageIdReused"
+    admission.check_run(view(carry), run(user_messages=[taken]))  # the same content: a re-send
 
 
 def test_an_ag_ui_run_must_answer_every_open_approval() -> None:
@@ -320,58 +322,58 @@ def test_a_cancel_of_the_run_in_progress_is_admitted() -> None:
 
 
 def test_a_run_takes_in_only_the_messages_the_thread_has_not_seen() -> None:
-    book = ThreadCarry()
+    carry = ThreadCarry()
     seen, new = message("m1"), message("m2")
-    book.taken_message_digests[seen.id_digest()] = seen.digest()
-    queued = run_queue.take_in(book, run(user_messages=[seen, new]), None, "tp")
-    assert [m.message_id for m in queued.user_messages] == ["m2"]
-    assert new.id_digest() in book.taken_message_digests
-    assert queued.trace_parent == "tp"
+    carry.taken_message_digests[seen.id_digest()] = seen.digest()
+    fresh = SessionCursor(carry).take_in(run(user_messages=[seen, new]), None)
+    assert [m.message_id for m in fresh] == ["m2"]
+    assert new.id_digest() in carry.taken_message_digests
 
 
 def test_a_rewind_runs_its_one_message_again() -> None:
-    book = ThreadCarry()
+    carry = ThreadCarry()
     seen = message("m1")
-    book.taken_message_digests[seen.id_digest()] = seen.digest()
-    queued = run_queue.take_in(book, run(user_messages=[seen]), 4, None)
-    assert [m.message_id for m in queued.user_messages] == ["m1"] and queued.rewind_to == 4
+    carry.taken_message_digests[seen.id_digest()] = seen.digest()
+    fresh = SessionCursor(carry).take_in(run(user_messages=[seen]), 4)
+    assert [m.message_id for m in fresh] == ["m1"]
 
 
 def test_an_interrupting_run_goes_first_and_any_other_behind() -> None:
-    book = ThreadCarry(queue=[run("q1")])
-    run_queue.enqueue(book, run("q2"), first=False)
-    run_queue.enqueue(book, run("q0"), first=True)
-    assert [r.run_id for r in book.queue] == ["q0", "q1", "q2"]
+    carry = ThreadCarry(queue=[run("q1")])
+    ledger = RunLedger(carry)
+    ledger.enqueue(run("q2"), first=False)
+    ledger.enqueue(run("q0"), first=True)
+    assert [r.run_id for r in carry.queue] == ["q0", "q1", "q2"]
     assert run_queue.interrupts(run(multitask_strategy="rollback"))
     assert not run_queue.interrupts(run(multitask_strategy="enqueue"))
 
 
 def test_a_queued_run_is_told_how_many_runs_are_before_it() -> None:
-    book = ThreadCarry(queue=[run("q1"), run("q2")])
-    accepted = run_queue.queued_accepted(book, "q2", True, [], 7, True)
+    carry = ThreadCarry(queue=[run("q1"), run("q2")])
+    accepted = run_queue.queued_accepted(carry, "q2", True, [], 7, True)
     assert accepted.queued_behind == 2 and accepted.from_offset == 7
 
 
 def test_a_retried_run_is_answered_from_where_it_started() -> None:
-    book = ThreadCarry(finished_run_ids=["r1"], run_start_offsets={"r1": 3})
-    accepted = run_queue.replayed(book, run(), 10, False)
+    carry = ThreadCarry(finished_run_ids=["r1"], run_start_offsets={"r1": 3})
+    accepted = run_queue.replayed(carry, run(), 10, False)
     assert (accepted.from_offset, accepted.finished, accepted.queued_behind) == (3, True, 0)
 
 
 # -- rewind ---------------------------------------------------------------------------------
 
 
-def stored(book: ThreadCarry, user_message: UserInput, at: int) -> None:
-    book.taken_message_digests[user_message.id_digest()] = user_message.digest()
-    book.prompt_indexes[user_message.id_digest()] = at
+def stored(carry: ThreadCarry, user_message: UserInput, at: int) -> None:
+    carry.taken_message_digests[user_message.id_digest()] = user_message.digest()
+    carry.prompt_indexes[user_message.id_digest()] = at
 
 
 def test_a_regenerate_goes_back_to_where_its_message_was_stored() -> None:
-    book = ThreadCarry(message_count=4)
+    carry = ThreadCarry(message_count=4)
     prompt = message("m2")
-    stored(book, prompt, 2)
+    stored(carry, prompt, 2)
     request = run(user_messages=[prompt], transcript_anchor="m1")  # the answer at index 1
-    assert rewind.rewind_point(book, request) == 2
+    assert rewind.rewind_point(carry, request) == 2
 
 
 @pytest.mark.parametrize(
@@ -385,43 +387,45 @@ def test_a_regenerate_goes_back_to_where_its_message_was_stored() -> None:
     ids=["not-an-ag-ui-run", "with-answers", "at-the-end", "not-where-stored"],
 )
 def test_other_runs_rewind_nothing(anchor: str | None, fields: dict[str, Any]) -> None:
-    book = ThreadCarry(message_count=4)
+    carry = ThreadCarry(message_count=4)
     prompt = message("m2")
-    stored(book, prompt, 2)
+    stored(carry, prompt, 2)
     request = run(user_messages=[prompt], transcript_anchor=anchor, **fields)
-    assert rewind.rewind_point(book, request) is None
+    assert rewind.rewind_point(carry, request) is None
 
 
 def test_an_answer_a_turn_streamed_names_that_turns_end() -> None:
-    book = ThreadCarry(message_count=6, turn_end_counts={"r1": 3})
-    assert rewind.anchor_point(book, "") == 0
-    assert rewind.anchor_point(book, "m4") == 5
-    assert rewind.anchor_point(book, "r1-a1-m0") == 3  # <runId>-a<attempt>-m<n>, as streamed
-    assert rewind.anchor_point(book, "r9-a1-m0") is None  # a turn the thread forgot
-    assert rewind.anchor_point(book, "someone-elses-id") is None
+    carry = ThreadCarry(message_count=6, turn_end_counts={"r1": 3})
+    assert rewind.anchor_point(carry, "") == 0
+    assert rewind.anchor_point(carry, "m4") == 5
+    assert rewind.anchor_point(carry, "r1-a1-m0") == 3  # <runId>-a<attempt>-m<n>, as streamed
+    assert rewind.anchor_point(carry, "r9-a1-m0") is None  # a turn the thread forgot
+    assert rewind.anchor_point(carry, "someone-elses-id") is None
 
 
 def test_going_back_forgets_what_waited_to_be_written() -> None:
-    book = ThreadCarry(message_count=6, turn_end_counts={"r1": 2, "r2": 6}, tail_anchor="n1")
-    rewind.go_back(book, 2)
-    assert (book.message_count, book.last_turn_run_id, book.tail_anchor) == (2, "r1", None)
+    carry = ThreadCarry(message_count=6, turn_end_counts={"r1": 2, "r2": 6}, tail_anchor="n1")
+    SessionCursor(carry).go_back(2)
+    assert (carry.message_count, carry.last_turn_run_id, carry.tail_anchor) == (2, "r1", None)
 
 
 def test_a_rollback_restores_the_count_and_frees_the_runs_message_ids() -> None:
-    book = ThreadCarry(message_count=8)
+    carry = ThreadCarry(message_count=8)
     prompt = message("m9")
-    book.taken_message_digests[prompt.id_digest()] = prompt.digest()
-    rewind.roll_back(book, run(user_messages=[prompt]), 5, "r0")
-    assert (book.message_count, book.last_turn_run_id) == (5, "r0")
-    assert prompt.id_digest() not in book.taken_message_digests
+    carry.taken_message_digests[prompt.id_digest()] = prompt.digest()
+    SessionCursor(carry).roll_back(run(user_messages=[prompt]), 5, "r0")
+    assert (carry.message_count, carry.last_turn_run_id) == (5, "r0")
+    assert prompt.id_digest() not in carry.taken_message_digests
 
 
 def test_a_turns_prompts_and_end_are_remembered() -> None:
-    book = ThreadCarry(message_count=3)
-    rewind.record_prompts(book, [message("m1")])
-    rewind.record_turn_end(book, "r1", 5)
-    assert book.prompt_indexes == {message("m1").id_digest(): 3}
-    assert book.turn_end_counts == {"r1": 5}
+    carry = ThreadCarry(message_count=3)
+    cursor = SessionCursor(carry)
+    cursor.record_prompts([message("m1")])
+    cursor.turn_ended("r1", 5)
+    assert carry.prompt_indexes == {message("m1").id_digest(): 3}
+    assert carry.turn_end_counts == {"r1": 5}
+    assert (carry.message_count, carry.last_turn_run_id) == (5, "r1")
 
 
 # -- lifecycle ------------------------------------------------------------------------------
@@ -450,11 +454,11 @@ def test_the_loop_wakes_at_the_earliest_deadline() -> None:
 
 
 def test_a_carry_bounds_the_ids_it_remembers() -> None:
-    book = ThreadCarry()
-    book.taken_message_digests.update(
+    carry = ThreadCarry()
+    carry.taken_message_digests.update(
         {f"id{n}": "d" for n in range(lifecycle.KEEP_MESSAGE_IDS + 5)}
     )
-    carry = lifecycle.carried(book, BatchState(), {"r1": 0})
+    carry = lifecycle.carried(carry, BatchState(), {"r1": 0})
     assert len(carry.taken_message_digests) == lifecycle.KEEP_MESSAGE_IDS
     assert carry.run_start_offsets == {"r1": 0}
     assert lifecycle.fits(carry, 0) and not lifecycle.fits(carry, lifecycle.MAX_CARRY_BYTES)
@@ -586,5 +590,5 @@ def test_large_runs_arriving_together_go_in_separate_workflow_tasks() -> None:
     run is told to retry (it goes in the next task); a task's first run always fits."""
     large = run(user_messages=[message("m1", "x" * 900_000)])
     admission.check_run(view(), large)
-    filling = ThreadView(**{**view().__dict__, "intake_bytes": 1_500_000})
+    filling = AdmissionView(**{**view().__dict__, "intake_bytes": 1_500_000})
     assert refused(admission.check_run, filling, large) == "ThreadRollingOver"

@@ -54,14 +54,14 @@ MAX_QUEUED_RUNS = 8
 
 
 @dataclass(frozen=True)
-class ThreadView:
+class AdmissionView:
     """What admission reads of a thread: its identity, its carried state and open batch,
     and the moment's flags."""
 
     thread_id: str
     owner: str
     agent: str
-    book: ThreadCarry
+    carry: ThreadCarry
     batch: ToolCallBatch
     current_run_id: str | None
     deleting: bool
@@ -74,23 +74,23 @@ class ThreadView:
 
     @property
     def busy(self) -> bool:
-        return self.current_run_id is not None or bool(self.book.queue)
+        return self.current_run_id is not None or bool(self.carry.queue)
 
     def knows_run(self, run_id: str) -> bool:
         return (
             run_id == self.current_run_id
-            or run_id in self.book.finished_run_ids
-            or any(run.run_id == run_id for run in self.book.queue)
+            or run_id in self.carry.finished_run_ids
+            or any(run.run_id == run_id for run in self.carry.queue)
         )
 
 
-def check_owner(view: ThreadView, principal: str) -> None:
+def check_owner(view: AdmissionView, principal: str) -> None:
     if principal != view.owner or view.deleting:
         # Exactly what a thread that does not exist answers: nothing leaks.
         raise ApplicationError(f"no thread {view.thread_id!r}", type=ErrorType.THREAD_NOT_FOUND)
 
 
-def check_not_rolling_over(view: ThreadView) -> None:
+def check_not_rolling_over(view: AdmissionView) -> None:
     if view.rolling_over:
         raise ApplicationError(
             "the thread is continuing as new; send the request again",
@@ -98,12 +98,12 @@ def check_not_rolling_over(view: ThreadView) -> None:
         )
 
 
-def is_replay(view: ThreadView, request: RunRequest) -> bool:
+def is_replay(view: AdmissionView, request: RunRequest) -> bool:
     """The same runId with the same body: a client retrying its POST."""
-    return bool(request.digest) and view.book.run_digests.get(request.run_id) == request.digest
+    return bool(request.digest) and view.carry.run_digests.get(request.run_id) == request.digest
 
 
-def check_run(view: ThreadView, request: RunRequest) -> None:
+def check_run(view: AdmissionView, request: RunRequest) -> None:
     """Admit a run (``submit_run``), in the order a client meets the rules."""
     if view.deleting and request.principal == view.owner:
         # The thread is going away: sent again once it has, the run starts a new one.
@@ -139,7 +139,7 @@ def run_size(request: RunRequest) -> int:
     return len(request.model_dump_json().encode("utf-8", "surrogatepass"))
 
 
-def _check_size(view: ThreadView, request: RunRequest) -> None:
+def _check_size(view: AdmissionView, request: RunRequest) -> None:
     size = run_size(request)
     if size > MAX_RUN_BYTES or len(request.run_id) > MAX_RUN_ID:
         raise ApplicationError(
@@ -154,7 +154,7 @@ def _check_size(view: ThreadView, request: RunRequest) -> None:
         )
 
 
-def _check_not_draining(view: ThreadView) -> None:
+def _check_not_draining(view: AdmissionView) -> None:
     if view.history_full and view.busy:
         raise ApplicationError(
             "the thread's history is full: it finishes the runs it has, then continues as "
@@ -163,24 +163,24 @@ def _check_not_draining(view: ThreadView) -> None:
         )
 
 
-def _check_room(view: ThreadView, request: RunRequest) -> None:
+def _check_room(view: AdmissionView, request: RunRequest) -> None:
     """Double texting's ``reject``, and the bound on queued runs."""
     if request.multitask_strategy == "reject" and view.busy:
-        running = view.current_run_id or view.book.queue[0].run_id
+        running = view.current_run_id or view.carry.queue[0].run_id
         raise ApplicationError(
             f"thread {view.thread_id!r} has a run in progress ({running!r}); this run's "
             "multitaskStrategy is reject",
             type=ErrorType.RUN_IN_PROGRESS,
         )
-    if len(view.book.queue) >= MAX_QUEUED_RUNS:
+    if len(view.carry.queue) >= MAX_QUEUED_RUNS:
         raise ApplicationError(
-            f"thread {view.thread_id!r} already has {len(view.book.queue)} runs queued; "
+            f"thread {view.thread_id!r} already has {len(view.carry.queue)} runs queued; "
             "send this one when one of them has finished",
             type=ErrorType.THREAD_BUSY,
         )
 
 
-def _check_approvals_answered(view: ThreadView, request: RunRequest) -> None:
+def _check_approvals_answered(view: AdmissionView, request: RunRequest) -> None:
     if request.transcript_anchor is None:
         return  # answers sent by REST answer what they answer; AG-UI 1.0's rule is for runs
     answered = {answer.interrupt_id for answer in request.resume}
@@ -195,13 +195,13 @@ def _check_approvals_answered(view: ThreadView, request: RunRequest) -> None:
         )
 
 
-def check_message_ids(view: ThreadView, request: RunRequest) -> None:
+def check_message_ids(view: AdmissionView, request: RunRequest) -> None:
     """A message id taken in once keeps its content (an edit re-sends it with new content:
     that is its point)."""
-    if rewind_point(view.book, request) is not None:
+    if rewind_point(view.carry, request) is not None:
         return
     for message in request.user_messages:
-        taken = view.book.taken_message_digests.get(message.id_digest())
+        taken = view.carry.taken_message_digests.get(message.id_digest())
         if taken is not None and taken != message.digest():
             raise ApplicationError(
                 f"message id {shown(message.message_id)} was already taken in with other "
@@ -210,7 +210,7 @@ def check_message_ids(view: ThreadView, request: RunRequest) -> None:
             )
 
 
-def check_tool_results(view: ThreadView, request: ToolResultsRequest) -> None:
+def check_tool_results(view: AdmissionView, request: ToolResultsRequest) -> None:
     """Admit answers sent alone (``submit_tool_results``, the REST trigger)."""
     check_owner(view, request.principal)
     check_not_rolling_over(view)
@@ -219,7 +219,7 @@ def check_tool_results(view: ThreadView, request: ToolResultsRequest) -> None:
     check_answers(view, request.results, request.resume)
 
 
-def check_cancel(view: ThreadView, request: CancelRequest) -> None:
+def check_cancel(view: AdmissionView, request: CancelRequest) -> None:
     """Admit a cancel: of the run in progress, or of the one it names only."""
     check_owner(view, request.principal)
     if view.current_run_id is None:

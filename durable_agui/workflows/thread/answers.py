@@ -47,7 +47,7 @@ from durable_agui.core.contract import (
 from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
-    from durable_agui.workflows.thread.admission import ThreadView
+    from durable_agui.workflows.thread.admission import AdmissionView
 
 MAX_SIGNAL_BYTES = 1_000_000
 """Largest signal payload the thread parses: the REST body's bound at its default
@@ -59,7 +59,9 @@ SHOWN_REFUSALS = 5
 """Refused signals the workflow's current details list (the newest first)."""
 
 
-def check_answers(view: ThreadView, results: list[ToolResult], resume: list[ResumeAnswer]) -> None:
+def check_answers(
+    view: AdmissionView, results: list[ToolResult], resume: list[ResumeAnswer]
+) -> None:
     """Refuse answers the open batch cannot take (``ToolCallBatch.check``), whatever the
     channel: ``UnknownToolCall``, ``ConflictingToolResult``, ``ToolCallExpired`` ... as
     ``ApplicationError`` (an update's refusal; for a signal, its recorded reason)."""
@@ -97,7 +99,7 @@ def signal_body(name: str, inputs: Sequence[Payload]) -> AnswersBody:
     return AnswersBody.from_payload(inputs[0])
 
 
-def check_signalled(view: ThreadView, body: AnswersBody) -> None:
+def check_signalled(view: AdmissionView, body: AnswersBody) -> None:
     """Refuse a signal's answers: a thread being deleted takes none; then ``check``."""
     if view.deleting:
         raise ApplicationError(
@@ -106,7 +108,7 @@ def check_signalled(view: ThreadView, body: AnswersBody) -> None:
     check_answers(view, body.tool_results(), body.resume_answers())
 
 
-def waits_for_run(view: ThreadView, body: AnswersBody) -> bool:
+def waits_for_run(view: AdmissionView, body: AnswersBody) -> bool:
     """Whether a signal's answers wait for the run in progress to end: one of them answers
     a call the batch does not know (yet), which that run's turn may be emitting."""
     if view.current_run_id is None:

@@ -47,15 +47,7 @@ class ThreadEvents:
     """Where the thread's events go: ``publish`` them, ``flush`` at a run's end."""
 
     def __init__(self, start: ThreadInput, telemetry: ThreadTelemetry) -> None:
-        self.stream = WorkflowStream(prior_state=start.stream_state)
-        # Its publish signal reaches the thread's one signal handler instead, raw
-        # (``publish_signalled``): bound to a typed argument, a signal with no input would
-        # fail the workflow task on every replay.
-        workflow.set_signal_handler(STREAM_PUBLISH_SIGNAL, None)
-        if start.event_log:
-            # Readers follow the event log: a poll of the stream would wait for items that
-            # never come, holding one of Temporal's 10 in-flight update slots for ever.
-            workflow.set_update_handler(STREAM_POLL_UPDATE, None)
+        self._stream: WorkflowStream | None = None
         self.event_log = start.event_log
         self.event_log_id = start.event_log_id
         self.outbox: list[LoggedRunEvent] = []
@@ -65,6 +57,26 @@ class ThreadEvents:
         self._published = 0  # events published to the log by this workflow run (their keys)
         self._terminal: dict[str, dict[str, Any]] = {}  # each run's end, for webhook bodies
         self._background: set[asyncio.Task[None]] = set()
+
+    def attach(self, stream: WorkflowStream) -> None:
+        """Take the thread's workflow stream (built in ``@workflow.init``, as Temporal
+        requires, from ``ThreadInput.stream_state``) and settle the thread's handlers;
+        everything else here builds without a workflow."""
+        self._stream = stream
+        # Its publish signal reaches the thread's one signal handler instead, raw
+        # (``publish_signalled``): bound to a typed argument, a signal with no input would
+        # fail the workflow task on every replay.
+        workflow.set_signal_handler(STREAM_PUBLISH_SIGNAL, None)
+        if self.event_log:
+            # Readers follow the event log: a poll of the stream would wait for items that
+            # never come, holding one of Temporal's 10 in-flight update slots for ever.
+            workflow.set_update_handler(STREAM_POLL_UPDATE, None)
+
+    @property
+    def stream(self) -> WorkflowStream:
+        """The thread's workflow stream (``attach`` built it)."""
+        assert self._stream is not None, "ThreadEvents.attach() first"
+        return self._stream
 
     def publish(self, run_id: str, event: BaseEvent) -> None:
         data = event_to_wire(event)

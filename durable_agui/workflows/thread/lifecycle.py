@@ -69,18 +69,20 @@ def wake_at(*deadlines: datetime | None) -> datetime | None:
     return min((t for t in deadlines if t is not None), default=None)
 
 
-def recent_offsets(book: ThreadCarry) -> dict[str, int]:
+def recent_offsets(carry: ThreadCarry) -> dict[str, int]:
     """Where the events of the thread's last ``KEEP_RUN_EVENTS`` runs start in its stream."""
-    return recent(book.run_start_offsets, KEEP_RUN_EVENTS)
+    return recent(carry.run_start_offsets, KEEP_RUN_EVENTS)
 
 
-def carried(book: ThreadCarry, batch: BatchState, run_start_offsets: dict[str, int]) -> ThreadCarry:
+def carried(
+    carry: ThreadCarry, batch: BatchState, run_start_offsets: dict[str, int]
+) -> ThreadCarry:
     """The state the next workflow run starts from: all of it, the remembered ids bounded."""
-    return book.model_copy(
+    return carry.model_copy(
         update={
             "batch": batch,
-            "taken_message_digests": recent(book.taken_message_digests, KEEP_MESSAGE_IDS),
-            "prompt_indexes": recent(book.prompt_indexes, KEEP_MESSAGE_IDS),
+            "taken_message_digests": recent(carry.taken_message_digests, KEEP_MESSAGE_IDS),
+            "prompt_indexes": recent(carry.prompt_indexes, KEEP_MESSAGE_IDS),
             "run_start_offsets": run_start_offsets,
         }
     )

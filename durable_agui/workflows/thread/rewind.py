@@ -6,23 +6,22 @@ thread stored, sent after an earlier answer than the history's end, is a regener
 same content) or an edit (new content): the session goes back to where that message was
 stored and the turn runs again from there. A rollback forgets the turn a newer run cut
 short. What is replaced stays in the thread's stream and its Temporal history (the audit
-trail); only the session's history goes back. Pure: no I/O, no ``temporalio.workflow``.
+trail); only the session's history goes back (``SessionCursor`` moves it). Pure: no I/O, no
+``temporalio.workflow``.
 """
 
 from __future__ import annotations
 
 from durable_agui.core.contract import (
-    RECENT_RUNS,
     SNAPSHOT_MESSAGE_ID,
     STREAMED_MESSAGE_ID,
     RunRequest,
     ThreadCarry,
     UserInput,
 )
-from durable_agui.workflows.bounds import recent
 
 
-def rewind_point(book: ThreadCarry, request: RunRequest) -> int | None:
+def rewind_point(carry: ThreadCarry, request: RunRequest) -> int | None:
     """Where a regenerate or an edit goes back to (a session index), or ``None`` for any
     other run.
 
@@ -40,9 +39,9 @@ def rewind_point(book: ThreadCarry, request: RunRequest) -> int | None:
         return None  # a regenerate or an edit sends that one message, nothing after it
     if request.tool_results or request.resume:
         return None  # a tail with answers continues the thread: it rewinds nothing
-    stored_at = stored_index(book, request.user_messages[0])
-    point = anchor_point(book, anchor)
-    count = book.message_count
+    stored_at = stored_index(carry, request.user_messages[0])
+    point = anchor_point(carry, anchor)
+    count = carry.message_count
     if stored_at is None or point is None or count is None or point >= count:
         return None
     # The re-sent message must be the one stored right after that answer: a client that
@@ -50,7 +49,7 @@ def rewind_point(book: ThreadCarry, request: RunRequest) -> int | None:
     return point if stored_at == point else None
 
 
-def anchor_point(book: ThreadCarry, anchor: str) -> int | None:
+def anchor_point(carry: ThreadCarry, anchor: str) -> int | None:
     """The session index right after the answer ``anchor`` names: ``""`` the start, a
     snapshot's ``m<index>``, or the end of the recent turn a streamed id names."""
     if anchor == "":
@@ -58,57 +57,14 @@ def anchor_point(book: ThreadCarry, anchor: str) -> int | None:
     if (indexed := SNAPSHOT_MESSAGE_ID.fullmatch(anchor)) is not None:
         return int(indexed["index"]) + 1
     if (streamed := STREAMED_MESSAGE_ID.fullmatch(anchor)) is not None:
-        return book.turn_end_counts.get(streamed["run"])
+        return carry.turn_end_counts.get(streamed["run"])
     return None
 
 
-def stored_index(book: ThreadCarry, message: UserInput) -> int | None:
+def stored_index(carry: ThreadCarry, message: UserInput) -> int | None:
     """Where the thread stored ``message`` (a regenerate or edit re-sends it): by the id it
     took it under, or by the id a snapshot gave it (``m<index>``)."""
-    if message.id_digest() in book.taken_message_digests:
-        return book.prompt_indexes.get(message.id_digest())
+    if message.id_digest() in carry.taken_message_digests:
+        return carry.prompt_indexes.get(message.id_digest())
     indexed = SNAPSHOT_MESSAGE_ID.fullmatch(message.message_id)
     return int(indexed["index"]) if indexed is not None else None
-
-
-def go_back(book: ThreadCarry, point: int) -> None:
-    """Take the thread back to session index ``point`` (its open batch already closed): the
-    next turn cuts the session there, and results and approvals waiting to be written go."""
-    book.message_count = point
-    book.last_turn_run_id = next(
-        (r for r, end in reversed(book.turn_end_counts.items()) if end == point), None
-    )
-    book.tail, book.tail_anchor, book.approved = [], None, []
-
-
-def roll_back(
-    book: ThreadCarry, run: RunRequest, message_count: int | None, last_turn_run_id: str | None
-) -> None:
-    """Forget the turn ``run`` cut short (``rollback``): the thread's count goes back to
-    where the run started, so the next turn cuts the session there (its messages, and the
-    state they carried, leave the session); the closed calls' results go with them, and
-    the run's user messages may be sent again."""
-    book.message_count = message_count
-    book.last_turn_run_id = last_turn_run_id
-    book.tail, book.tail_anchor, book.approved = [], None, []
-    forget_messages(book, run)
-
-
-def forget_messages(book: ThreadCarry, run: RunRequest) -> None:
-    """The run's user messages were not taken in after all (its turn failed or never ran):
-    the client may send them again under the same ids."""
-    for user_message in run.user_messages:
-        book.taken_message_digests.pop(user_message.id_digest(), None)
-
-
-def record_prompts(book: ThreadCarry, user_messages: list[UserInput]) -> None:
-    """Where a turn stores its user messages (its starting count): a later edit of one goes
-    back there."""
-    if book.message_count is not None:
-        book.prompt_indexes.update((m.id_digest(), book.message_count) for m in user_messages)
-
-
-def record_turn_end(book: ThreadCarry, run_id: str, message_count: int) -> None:
-    """Where run ``run_id``'s turn ended: a later regenerate of its answer goes back there."""
-    ends = {**book.turn_end_counts, run_id: message_count}
-    book.turn_end_counts = recent(ends, RECENT_RUNS)

@@ -14,52 +14,24 @@ regenerate or an edit, which runs its one message again. Pure: no I/O, no
 from __future__ import annotations
 
 from durable_agui.core.contract import (
-    RECENT_RUNS,
     RunAccepted,
     RunRequest,
     ThreadCarry,
     run_topic,
 )
-from durable_agui.workflows.bounds import recent
 
 
-def replayed(book: ThreadCarry, request: RunRequest, end: int, event_log: bool) -> RunAccepted:
+def replayed(carry: ThreadCarry, request: RunRequest, end: int, event_log: bool) -> RunAccepted:
     """What a retried run (a run id the thread knows, the same body) is answered with."""
     return RunAccepted(
         run_id=request.run_id,
         topic=run_topic(request.run_id),
         queued_behind=0,
-        from_offset=book.run_start_offsets.get(request.run_id, end),
+        from_offset=carry.run_start_offsets.get(request.run_id, end),
         stream_end=end,
-        finished=request.run_id in book.finished_run_ids,
+        finished=request.run_id in carry.finished_run_ids,
         event_log=event_log,
     )
-
-
-def record_digest(book: ThreadCarry, request: RunRequest) -> None:
-    """Remember the run's body digest, so that a retry of it is known as one."""
-    if request.digest:
-        book.run_digests = recent({**book.run_digests, request.run_id: request.digest}, RECENT_RUNS)
-
-
-def take_in(
-    book: ThreadCarry, request: RunRequest, rewind_to: int | None, trace_parent: str | None
-) -> RunRequest:
-    """The run as it queues: its user messages the thread has not taken in yet (all of its
-    one message for a regenerate or an edit, ``rewind_to``), now taken in, and the trace of
-    the request that sent it. Its frontend tools, when it declares them, become the
-    thread's."""
-    if rewind_to is not None:
-        fresh = request.user_messages
-        request = request.model_copy(update={"rewind_to": rewind_to})
-    else:
-        fresh = [
-            m for m in request.user_messages if m.id_digest() not in book.taken_message_digests
-        ]
-    book.taken_message_digests.update((m.id_digest(), m.digest()) for m in fresh)
-    if request.frontend_tools is not None:
-        book.frontend_tools = request.frontend_tools
-    return request.model_copy(update={"user_messages": fresh, "trace_parent": trace_parent})
 
 
 def interrupts(request: RunRequest) -> bool:
@@ -67,16 +39,8 @@ def interrupts(request: RunRequest) -> bool:
     return request.multitask_strategy in ("interrupt", "rollback")
 
 
-def enqueue(book: ThreadCarry, queued: RunRequest, *, first: bool) -> None:
-    """Queue the run: behind the others, or first (it interrupted the run in progress)."""
-    if first:
-        book.queue.insert(0, queued)
-    else:
-        book.queue.append(queued)
-
-
 def queued_accepted(
-    book: ThreadCarry,
+    carry: ThreadCarry,
     run_id: str,
     running: bool,
     acknowledged: list[str],
@@ -87,7 +51,7 @@ def queued_accepted(
     return RunAccepted(
         run_id=run_id,
         topic=run_topic(run_id),
-        queued_behind=len(book.queue) - 1 + (1 if running else 0),
+        queued_behind=len(carry.queue) - 1 + (1 if running else 0),
         acknowledged_tool_call_ids=acknowledged,
         from_offset=end,
         stream_end=end,

@@ -1,17 +1,15 @@
-"""A run's steps (Temporal side): its turn, the results written before it, and its end.
+"""A run, start to end (Temporal side): the run executor awaits its steps (the activities in
+``steps``) and asks ``run_plan`` what each step is; the thread's parts record what happened.
 
-``RunSteps`` is the half of ``AgentThreadWorkflow`` that carries a run out: it starts the
-activities (``steps``), closes the batch (``ToolCallBatch.close``) and publishes the run's
-events; what each step decides comes from the plain modules (``rewind``, ``batch``,
-``outcomes``).
+``RunExecutor`` owns no state of its own beyond the run in progress (``ThreadMoment.run``):
+the queue and recent runs are the ``RunLedger``'s, the session position the
+``SessionCursor``'s, the open batch the ``ToolCallBatch``'s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from datetime import datetime, timedelta
-from typing import Literal
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
@@ -26,23 +24,17 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from durable_agui.core.contract import (
-        RECENT_RUNS,
         ApprovedCall,
         ClosedReason,
         ReconcileInput,
-        ReconcileOutput,
-        ResumeAnswer,
         RunRequest,
-        ThreadCarry,
-        TokenCounts,
-        ToolResult,
+        ThreadInput,
         TurnInput,
         TurnOutput,
         UserInput,
     )
     from durable_agui.workflows import steps
     from durable_agui.workflows.batch import ToolCallBatch
-    from durable_agui.workflows.bounds import recent
     from durable_agui.workflows.outcomes import (
         deleted_event,
         finished_event,
@@ -50,11 +42,23 @@ with workflow.unsafe.imports_passed_through():
         usage_entries,
     )
     from durable_agui.workflows.telemetry import RunOutcome, ThreadTelemetry
-    from durable_agui.workflows.thread import rewind
-    from durable_agui.workflows.thread.admission import ThreadView
+    from durable_agui.workflows.thread.answer_intake import AnswerIntake
     from durable_agui.workflows.thread.answers import check_answers
+    from durable_agui.workflows.thread.cursor import SessionCursor
     from durable_agui.workflows.thread.events import ThreadEvents
-    from durable_agui.workflows.thread.lifecycle import KEEP_RUN_EVENTS
+    from durable_agui.workflows.thread.ledger import RunLedger
+    from durable_agui.workflows.thread.moment import CurrentRun, ThreadMoment
+    from durable_agui.workflows.thread.record import ThreadRecord
+    from durable_agui.workflows.thread.run_plan import (
+        CancelEffect,
+        RunKind,
+        TurnStep,
+        after_cancel,
+        run_kind,
+        turn_step,
+    )
+    from durable_agui.workflows.thread.visibility import ThreadVisibility
+    from durable_agui.workflows.thread.webhooks import WebhookDeliveries
 
 
 class RunCancelled(Exception):
@@ -68,80 +72,60 @@ class RunCancelled(Exception):
         self.persisted = persisted
 
 
-class RunSteps:
-    """The run-carrying half of the thread workflow (its state is the workflow's)."""
+class RunExecutor:
+    """Carries out the thread's runs, one at a time."""
 
-    _thread_id: str
-    _session_id: str
-    _agent: str
-    _answer_timeout: timedelta
-    _book: ThreadCarry
-    _batch: ToolCallBatch
-    _events: ThreadEvents
-    _telemetry: ThreadTelemetry
-    _current_run_id: str | None
-    _cancel_requested: bool
-    _deleting: bool
-    _turn_activity: workflow.ActivityHandle[TurnOutput] | None
-    _reconcile_activity: workflow.ActivityHandle[ReconcileOutput] | None
-    _rollback_run_id: str | None
-    _turn_start: int | None
-    _run_outcomes: dict[str, Literal["cancelled", "finished"]]
-    _run_usage: TokenCounts | None
-    _idle_since: datetime
-    # What the workflow's other halves provide (declared, not defined: the MRO finds them).
-    _notify: Callable[[str], None]  # WebhookDeliveries'
-    _view: Callable[[], ThreadView]  # ThreadViews'
-    _show_status: Callable[[], None]  # ThreadViews'
+    def __init__(
+        self,
+        start: ThreadInput,
+        ledger: RunLedger,
+        cursor: SessionCursor,
+        record: ThreadRecord,
+        batch: ToolCallBatch,
+        intake: AnswerIntake,
+        events: ThreadEvents,
+        visibility: ThreadVisibility,
+        webhooks: WebhookDeliveries,
+        moment: ThreadMoment,
+        telemetry: ThreadTelemetry,
+    ) -> None:
+        self._start = start
+        self._ledger = ledger
+        self._cursor = cursor
+        self._record = record
+        self._batch = batch
+        self._intake = intake
+        self._events = events
+        self._visibility = visibility
+        self._webhooks = webhooks
+        self._moment = moment
+        self._telemetry = telemetry
+        self._thread_id = start.thread_id
+        self._session_id = start.session_id or start.thread_id
+        self._answer_timeout = timedelta(seconds=start.answer_timeout_s)
 
-    def _take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
-        """``ToolCallBatch.take``; each answer taken now is timed from its call."""
-        accepted = self._batch.take(results, resume)
-        for answer_id in accepted:
-            call = self._batch.calls.get(answer_id)
-            if call is not None:
-                self._telemetry.answered("tool_call", call.expires_at - self._answer_timeout)
-                continue
-            interrupt = self._batch.interrupts.get(answer_id)
-            if interrupt is not None:
-                self._telemetry.answered("approval", interrupt.expires_at - self._answer_timeout)
-        return accepted
+    @property
+    def _run(self) -> CurrentRun:
+        """The run in progress (only called while there is one)."""
+        run = self._moment.run
+        assert run is not None
+        return run
 
-    def _interrupt(self, *, rollback: bool) -> None:
-        """Stop the run in progress at its next safe point, as ``cancel_run`` does; with
-        ``rollback``, the session also forgets the turn it cut short (``rewind.roll_back``)."""
-        self._cancel_requested = True
-        if rollback:
-            self._rollback_run_id = self._current_run_id
-        if self._turn_activity is not None:
-            self._turn_activity.cancel()
-        if self._reconcile_activity is not None:
-            self._reconcile_activity.cancel()
-
-    async def _execute(self, run: RunRequest) -> None:
+    async def execute(self, run: RunRequest) -> None:
         """Run ``run`` inside its span (the run's trace, kept on the thread for operators),
         and count how it ended."""
         with self._telemetry.run(run) as trace_id:
             if trace_id is not None:
-                traced = {**self._book.run_trace_ids, run.run_id: trace_id}
-                self._book.run_trace_ids = recent(traced, KEEP_RUN_EVENTS)
+                self._ledger.traced(run.run_id, trace_id)
             outcome: RunOutcome = "error"
             try:
                 outcome = await self._execute_run(run)
             finally:
                 self._telemetry.run_finished(run.run_id, outcome, self._batch.waiting_ids())
 
-    def _run_ended(self, run: RunRequest) -> None:
-        """The thread's bookkeeping of a run's end (its events flushed), and its webhooks."""
-        self._current_run_id = None
-        self._show_status()
-        self._book.finished_run_ids = [*self._book.finished_run_ids, run.run_id][-RECENT_RUNS:]
-        self._idle_since = workflow.now()
-        self._notify(run.run_id)
-
     async def _execute_run(self, run: RunRequest) -> RunOutcome:
         """The run's steps; returns how it ended."""
-        restore = (self._book.message_count, self._book.last_turn_run_id)
+        restore = (self._cursor.message_count, self._cursor.last_turn_run_id)
         self._start_run(run)
         try:
             return await self._run_body(run)
@@ -151,40 +135,47 @@ class RunSteps:
             self._events.publish(run.run_id, run_error_event(err.cause))
             # The failed turn is cut from the session by the next one: the client may send
             # its messages again under the same ids.
-            rewind.forget_messages(self._book, run)
+            self._cursor.forget(run)
             return "error"
         finally:
             await self._events.flush()
             self._run_ended(run)
 
     def _start_run(self, run: RunRequest) -> None:
-        self._book.run_start_offsets[run.run_id] = self._events.stream_end()
-        self._current_run_id = run.run_id
-        self._show_status()
-        self._cancel_requested = False
+        self._ledger.started(run.run_id, self._events.stream_end())
+        self._moment.run = CurrentRun(run.run_id)
+        self._visibility.show_status()
         self._events.publish(
             run.run_id,
             RunStartedEvent(
                 thread_id=self._thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION
             ),
         )
-        self._run_outcomes[run.run_id] = "finished"
-        self._run_usage = None
+
+    def _run_ended(self, run: RunRequest) -> None:
+        """The thread's bookkeeping of a run's end (its events flushed), and its webhooks."""
+        self._moment.run = None
+        self._visibility.show_status()
+        self._ledger.ended(run.run_id)
+        self._moment.idle_since = workflow.now()
+        self._webhooks.notify(run.run_id, self._events.terminal_event(run.run_id))
 
     async def _run_body(self, run: RunRequest) -> RunOutcome:
-        """A run's three kinds: a rewind, a run bringing answers early, any other."""
-        if run.rewind_to is not None:
+        """A run's three kinds (``run_plan.run_kind``)."""
+        kind = run_kind(run)
+        if kind is RunKind.REWIND:
+            assert run.rewind_to is not None
             self._rewind(run, run.rewind_to)
             await self._run_turn(run, run.user_messages, [])
             return self._finished(run)
-        if run.early_tool_results:
+        if kind is RunKind.EARLY_ANSWERS:
             try:  # the calls they answer are in the batch now, or they are refused
-                check_answers(self._view(), run.early_tool_results, [])
+                check_answers(self._visibility.admission_view(), run.early_tool_results, [])
             except ApplicationError as refused:
                 self._events.publish(run.run_id, run_error_event(refused))
-                rewind.forget_messages(self._book, run)
+                self._cursor.forget(run)
                 return "error"
-            self._take(run.early_tool_results, [])
+            self._intake.take(run.early_tool_results, [])
         await self._turn(run)
         return self._finished(run)
 
@@ -192,30 +183,36 @@ class RunSteps:
         """Publish the run's ``RUN_FINISHED``: ``waiting`` when calls or approvals now wait
         for a person."""
         self._events.publish(
-            run.run_id, finished_event(self._thread_id, run.run_id, self._batch, self._run_usage)
+            run.run_id, finished_event(self._thread_id, run.run_id, self._batch, self._run.usage)
         )
         return "waiting" if self._batch.waiting_ids() else "success"
 
     def _cancelled(
         self, run: RunRequest, cancelled: RunCancelled, restore: tuple[int | None, str | None]
     ) -> RunOutcome:
-        self._run_outcomes[run.run_id] = "cancelled"
-        if self._deleting:
+        self._ledger.cancelled(run.run_id)
+        current = self._run
+        effect = after_cancel(
+            deleting=self._moment.deleting,
+            persisted=cancelled.persisted,
+            rollback=current.rollback,
+        )
+        if effect is CancelEffect.DELETED:
             self._events.publish(run.run_id, deleted_event())
             return "deleted"
-        if cancelled.persisted and self._rollback_run_id == run.run_id:
+        if effect is CancelEffect.ROLL_BACK:
             # A first run counts the session in its turn: that count is its start.
-            start = restore[0] if restore[0] is not None else self._turn_start
-            rewind.roll_back(self._book, run, start, restore[1])
-        elif not cancelled.persisted:
-            rewind.forget_messages(self._book, run)
+            start = restore[0] if restore[0] is not None else current.turn_start
+            self._cursor.roll_back(run, start, restore[1])
+        elif effect is CancelEffect.FORGET:
+            self._cursor.forget(run)
         self._events.publish(
             run.run_id,
             RunFinishedEvent(
                 thread_id=self._thread_id,
                 run_id=run.run_id,
                 outcome=RunFinishedCancelledOutcome(),
-                usage=usage_entries(self._run_usage),
+                usage=usage_entries(current.usage),
             ),
         )
         return "cancelled"
@@ -224,20 +221,22 @@ class RunSteps:
         """Go back to session index ``point`` (a regenerate or an edit): the calls still open
         are closed (they come after it), and the next turn cuts the session there."""
         if self._batch.is_open:
-            self._close_batch(run.run_id, ClosedReason.ABANDONED)
-        rewind.go_back(self._book, point)
+            self.close_batch(run.run_id, ClosedReason.ABANDONED)
+        self._cursor.go_back(point)
 
     async def _turn(self, run: RunRequest) -> None:
-        if self._batch.is_open:
-            if not self._batch.is_complete and not run.user_messages:
-                return  # more answers to come
-            self._close_batch(run.run_id, ClosedReason.ABANDONED)
+        step = turn_step(
+            batch_open=self._batch.is_open,
+            batch_complete=self._batch.is_complete,
+            tail_anchor=self._cursor.tail_anchor,
+            user_input=bool(run.user_messages),
+        )
+        if step is TurnStep.CLOSE_AND_CONTINUE:
+            self.close_batch(run.run_id, ClosedReason.ABANDONED)
             await self._continue(run)
-        elif self._book.tail_anchor is not None:
-            # An expired batch's results end the history: they wait for the next user input.
-            if run.user_messages:
-                await self._continue(run)
-        elif run.user_messages:
+        elif step is TurnStep.CONTINUE:
+            await self._continue(run)
+        elif step is TurnStep.FRESH:
             await self._run_turn(run, run.user_messages, [])
 
     async def _continue(self, run: RunRequest) -> None:
@@ -247,23 +246,23 @@ class RunSteps:
         however long (``answers_wait``)."""
         answers = self._answers(run.user_messages)
         try:
-            await self._run_turn(run, run.user_messages, self._book.approved, answers)
+            await self._run_turn(run, run.user_messages, self._cursor.approved, answers)
             return
         except ActivityError as err:
             if answers is None or not steps.answers_wait_for_the_store(err):
                 raise
         try:
-            appended = await self._write_tail(run.user_messages, cancellable=True)
+            appended = await self.write_tail(run.user_messages, cancellable=True)
         except ActivityError as err:
             self._raise_if_cancelled(err)
             raise
-        if self._cancel_requested:
+        if self._run.cancel_requested:
             raise RunCancelled(persisted=False)
-        await self._run_turn(run, [] if appended else run.user_messages, self._book.approved)
+        await self._run_turn(run, [] if appended else run.user_messages, self._cursor.approved)
 
     def _raise_if_cancelled(self, err: ActivityError) -> None:
         """``RunCancelled`` when ``err`` is the activity that ``cancel_run`` stopped."""
-        if isinstance(err.cause, CancelledError) and self._cancel_requested:
+        if isinstance(err.cause, CancelledError) and self._run.cancel_requested:
             raise RunCancelled(persisted=False) from err
 
     async def _run_turn(
@@ -274,27 +273,27 @@ class RunSteps:
         answers: ReconcileInput | None = None,
     ) -> None:
         """Run the turn (writing ``answers`` first, when given: see ``_continue``)."""
-        book = self._book
-        if book.message_count is None:
+        cursor = self._cursor
+        if cursor.message_count is None:
             # The thread's starting point is recorded before its first turn, so a failed
             # first turn is cut like any other (a session may predate this workflow).
-            book.message_count = await steps.count_session_messages(self._session_id)
-        self._turn_start = book.message_count
+            cursor.counted(await steps.count_session_messages(self._session_id))
+        self._run.turn_start = cursor.message_count
         if answers is None:
-            rewind.record_prompts(book, user_messages)
+            cursor.record_prompts(user_messages)
         output = await self._await_turn(
             run, self._turn_input(run, user_messages, approved, answers)
         )
         if output.answers_written is not None:
-            book.tail = []
+            cursor.tail_written()
             if not output.answers_written.user_input_appended:
-                rewind.record_prompts(book, user_messages)
+                cursor.record_prompts(user_messages)
         self._record_turn(run, output)
-        if self._cancel_requested and output.stop_reason == "cancelled":
+        if self._run.cancel_requested and output.stop_reason == "cancelled":
             # Calls the cancelled turn emitted are closed at once, so the history stays valid.
             if self._batch.is_open:
-                self._close_batch(run.run_id, ClosedReason.CANCELLED)
-                await self._write_tail([])
+                self.close_batch(run.run_id, ClosedReason.CANCELLED)
+                await self.write_tail([])
             raise RunCancelled(persisted=True)
         # A cancel that came after the turn's last model call changes nothing: it finished.
 
@@ -305,23 +304,22 @@ class RunSteps:
         approved: list[ApprovedCall],
         answers: ReconcileInput | None,
     ) -> TurnInput:
-        book = self._book
         return TurnInput(
             thread_id=self._thread_id,
             session_id=self._session_id,
             run_id=run.run_id,
-            agent=self._agent,
+            agent=self._start.agent,
             user_messages=user_messages,
-            frontend_tools=book.frontend_tools
+            frontend_tools=self._record.frontend_tools
             if run.frontend_tools is None
             else run.frontend_tools,
             approved=approved,
             state=run.state,
             context=run.context,
-            start_index=book.message_count,
+            start_index=self._cursor.message_count,
             transcript_anchor=run.transcript_anchor,
             rewound=run.rewind_to is not None,
-            last_turn_run_id=book.last_turn_run_id,
+            last_turn_run_id=self._cursor.last_turn_run_id,
             event_log=self._events.event_log,
             event_log_id=self._events.event_log_id,
             prelude=self._events.prelude(run.run_id),
@@ -331,47 +329,39 @@ class RunSteps:
 
     async def _await_turn(self, run: RunRequest, turn: TurnInput) -> TurnOutput:
         """Run the turn's activity; a cancel that stopped it is ``RunCancelled``."""
-        self._turn_activity = steps.start_turn(
-            turn, self._book.run_trace_ids.get(run.run_id), self._wire_ids(), self._batch.decisions
+        current = self._run
+        current.turn = steps.start_turn(
+            turn, self._ledger.trace_id(run.run_id), self._wire_ids(), self._batch.decisions
         )
         try:
-            return await self._turn_activity
+            return await current.turn
         except ActivityError as err:
             self._raise_if_cancelled(err)
-            if self._cancel_requested:
+            if current.cancel_requested:
                 # The cancel was asked for; the turn could not stop at a safe point (its
                 # worker died, its heartbeat timed out). What it wrote is cut by the next.
                 raise RunCancelled(persisted=False) from err
             raise
         finally:
-            self._turn_activity = None
+            current.turn = None
 
     def _record_turn(self, run: RunRequest, output: TurnOutput) -> None:
-        book = self._book
-        self._run_usage = output.usage
-        book.approved = []
-        book.tail_anchor = None
-        book.last_turn_run_id = run.run_id
-        book.turns += 1
-        book.message_count = output.message_count
-        rewind.record_turn_end(book, run.run_id, output.message_count)
+        self._run.usage = output.usage
+        self._ledger.turn_taken()
+        self._cursor.turn_ended(run.run_id, output.message_count)
         self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)
 
     # -- closing a batch and writing its results ----------------------------------------
 
-    def _close_batch(self, run_id: str | None, unanswered: ClosedReason) -> None:
+    def close_batch(self, run_id: str | None, unanswered: ClosedReason) -> None:
         """Close the open batch (``ToolCallBatch.close``): its results join the tail (written
-        to the session by the next reconcile), approved calls the list ``run_turn`` runs.
-        With ``run_id``, the client is told each result it did not send, in that run's
-        stream."""
+        to the session by the next turn), approved calls the list the turn runs. With
+        ``run_id``, the client is told each result it did not send, in that run's stream."""
         closing = self._batch.close(unanswered)
         closed = [(self._batch.native_to_wire(r.native_id), r.native_id) for r in closing.results]
         closed += [(call.wire_id, call.native_id) for call in closing.approved]
         self._telemetry.closed(closing.reasons, closed, run_id)
-        self._book.tail.extend(closing.results)
-        self._book.approved.extend(closing.approved)
-        if closing.anchor is not None:
-            self._book.tail_anchor = closing.anchor
+        self._cursor.closed(closing.results, closing.approved, closing.anchor)
         if run_id is None:
             return
         for wire_id, content in closing.told:
@@ -385,12 +375,12 @@ class RunSteps:
                 ),
             )
 
-    async def _expire_batch(self) -> None:
+    async def expire_batch(self) -> None:
         """The deadline passed: close the batch with "no answer" results and write them."""
-        self._close_batch(None, ClosedReason.EXPIRED)
-        self._show_status()
+        self.close_batch(None, ClosedReason.EXPIRED)
+        self._visibility.show_status()
         try:
-            await self._write_tail([])
+            await self.write_tail([])
         except ActivityError:
             self._telemetry.log(
                 logging.ERROR,
@@ -399,41 +389,42 @@ class RunSteps:
                 exc_info=True,
             )
 
-    async def _write_tail(self, user_messages: list[UserInput], cancellable: bool = False) -> bool:
+    async def write_tail(self, user_messages: list[UserInput], cancellable: bool = False) -> bool:
         """Write the tail over the placeholders (and the new user input after them).
 
         Returns whether the user input joined the tail's message. With ``cancellable``, a
         cancel of the run stops the write (``ActivityError`` caused by ``CancelledError``);
         the tail stays, and the next run writes it.
         """
-        book = self._book
         request = self._answers(user_messages)
         if request is None:
             return False
         handle = steps.start_reconcile(request, self._wire_ids(), self._batch.decisions)
-        if cancellable:
-            self._reconcile_activity = handle
+        current = self._moment.run if cancellable else None
+        if current is not None:
+            current.reconcile = handle
         try:
             written = await handle
         finally:
-            self._reconcile_activity = None
-        book.tail = []
+            if current is not None:
+                current.reconcile = None
+        self._cursor.tail_written()
         return written.user_input_appended
 
     def _answers(self, user_messages: list[UserInput]) -> ReconcileInput | None:
         """The write of the tail (and ``user_messages`` after it); ``None``: nothing to
         write."""
-        book = self._book
-        if not book.tail and not (user_messages and book.tail_anchor):
+        cursor = self._cursor
+        if not cursor.tail and not (user_messages and cursor.tail_anchor):
             return None
         return ReconcileInput(
             thread_id=self._thread_id,
             session_id=self._session_id,
-            results=book.tail,
+            results=cursor.tail,
             user_messages=user_messages,
-            anchor_native_id=book.tail_anchor,
-            expected_count=book.message_count,
-            run_id=self._current_run_id,
+            anchor_native_id=cursor.tail_anchor,
+            expected_count=cursor.message_count,
+            run_id=self._moment.run_id,
         )
 
     def _wire_ids(self) -> dict[str, str]:
