@@ -32,6 +32,32 @@ from tests.stack import (
 )
 from tests.stack import BIN as BIN  # re-exported: tests/histories/record.py imports it here
 
+SLOW_MODULES = (
+    "test_fuzz.py", "test_faults.py", "test_event_log.py", "test_chaos.py", "test_upgrade.py",
+    "test_store_outage.py", "test_copilotkit.py",
+)  # fmt: skip
+"""The modules that take minutes (``slow``), slowest first: they start first, so the
+workers of ``pytest -n`` (``scripts/test``) finish together instead of waiting on one."""
+BROWSER_FIXTURES = {"browser", "page", "copilotkit_page"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test ``stack`` (anything not ``unit``: it starts a server), ``browser``
+    (it drives chromium) and ``slow`` (``SLOW_MODULES``), and run the slow modules first."""
+    for item in items:
+        if item.get_closest_marker("unit") is None:
+            item.add_marker(pytest.mark.stack)
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_MODULES.index(name) if name in SLOW_MODULES else len(SLOW_MODULES)
+
+    items.sort(key=rank)  # stable: a module's tests stay together, in their order
+
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
