@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from durable_agui.activities.turn import CANCELLED_AFTER_TOOLS
+from durable_agui.activities.turn_run import CANCELLED_AFTER_TOOLS
 from tests.browser import shot
 from tests.copilotkit_page import CopilotKitPage
 from tests.stack import DevStack

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from durable_agui.activities.turn import CANCELLED_AFTER_TOOLS
+from durable_agui.activities.turn_run import CANCELLED_AFTER_TOOLS
 from tests.stack import DevStack, store_stacks
 from tests.support import (
     CONFIRM_BOOKING,

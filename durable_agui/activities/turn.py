@@ -8,25 +8,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from strands import Agent
 from strands.agent.state import AgentState
-from strands.hooks import AfterModelCallEvent, AfterToolsEvent
-from strands.session.repository_session_manager import RepositorySessionManager
-from strands.types.exceptions import (
-    SessionException,
-)
-from strands.types.tools import AgentTool, ToolResult
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.activities.agent_stream import stream_agent, until_stopped
 from durable_agui.activities.answers_wait import answers_wait_for_the_store
-from durable_agui.activities.approved import run_approved
-from durable_agui.activities.author_hooks import screened, tell_arrived_results
 from durable_agui.activities.events import required_log
 from durable_agui.activities.heartbeat import heartbeating
-from durable_agui.activities.media import resolve_media
-from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.reconcile import write_answers
 from durable_agui.activities.snapshot import snapshot_if_stale
@@ -35,56 +23,31 @@ from durable_agui.activities.store_errors import attempt_writer, store_errors_as
 from durable_agui.activities.telemetry import measured_turn, tool_call_attributes
 from durable_agui.activities.turn_parts import (
     TurnAgent,
-    context_state,
-    distinct_tool_use_ids,
-    model_failure,
-    one_line,
-    prompt_blocks,
-    ran_here,
+    build_failed,
     turn_tools,
-    with_context,
 )
+from durable_agui.activities.turn_run import TurnRun
 from durable_agui.agents import AgentRegistry, TurnContext
-from durable_agui.agents.emit import EMITTER_KEY
 from durable_agui.agents.models import build_model
 from durable_agui.core.contract import (
-    AGENT_ID,
-    TOO_MANY_CALLS,
     ErrorType,
     ReconcileOutput,
-    TokenCounts,
     TurnInput,
     TurnOutput,
 )
-from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
-from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.sessions import session_store
+from durable_agui.sessions.store import Writer
 from durable_agui.telemetry.tracing import (
-    ATTRIBUTE_AGENT,
     ATTRIBUTE_ANSWERED_NATIVE_IDS,
-    ATTRIBUTE_RUN_ID,
-    ATTRIBUTE_THREAD_ID,
     set_attributes,
 )
 from durable_agui.translation import (
     TurnTranslator,
-    tool_result_block,
 )
 from durable_agui.translation.undeclared_tools import warn_undeclared
 
 logger = logging.getLogger(__name__)
-
-
-SESSION_ERRORS: tuple[type[Exception], ...] = (
-    *STORE_ERRORS,
-    SessionStoreInconsistent,
-    SessionException,
-)
-"""What restoring the session raises while the ``Agent`` is constructed: the store's
-failures, reported as such (``store_errors_as_application_errors``), not the agent's."""
-CANCELLED_AFTER_TOOLS = "The person cancelled the run after these tool results."
-"""The assistant message a turn cancelled at a safe point ends with (not streamed)."""
 
 
 def initial_state(agent: str, state: Any) -> dict[str, Any]:
@@ -100,25 +63,6 @@ def initial_state(agent: str, state: Any) -> dict[str, Any]:
     if isinstance(state, Mapping):
         return dict(state)
     raise build_failed(agent, TypeError("state must be an AgentState object or a dict"))
-
-
-def build_failed(agent: str, err: BaseException) -> ApplicationError:
-    """``AgentBuildFailed``, not retried: the definition gives the same agent every time,
-    nothing was persisted, and the thread takes its next run."""
-    return ApplicationError(
-        f"building agent {agent!r} for this turn failed: {one_line(err)}",
-        type=ErrorType.AGENT_BUILD_FAILED,
-        non_retryable=True,
-    )
-
-
-def _superseded(err: BaseException | None) -> WriterSuperseded | None:
-    """The ``WriterSuperseded`` that ``err`` is or was caused by, if any."""
-    while err is not None:
-        if isinstance(err, WriterSuperseded):
-            return err
-        err = err.__cause__
-    return None
 
 
 class TurnActivities:
@@ -172,144 +116,6 @@ class TurnActivities:
             raise build_failed(turn.agent, built) from None
         return built
 
-    def _agent(
-        self,
-        turn: TurnInput,
-        built: TurnAgent,
-        tools: list[Any],
-        approval_placeholders: dict[str, AgentTool],
-        session: RepositorySessionManager,
-    ) -> Agent:
-        """The turn's Strands ``Agent``, restored from ``session``, with the turn's context in
-        its system prompt.
-
-        Raises:
-            ApplicationError: ``AgentBuildFailed`` (not retried) when Strands refuses the
-                definition's arguments, or a tool that needs approval is not its placeholder
-                once the agent is built.
-        """
-        arguments = dict(built.arguments)
-        # The author's hooks never see a stand-in's run (its result is the placeholder).
-        arguments["hooks"] = screened(arguments.get("hooks") or [])
-        if turn.context:
-            arguments["system_prompt"] = with_context(arguments.get("system_prompt"), turn.context)
-        # On every span Strands makes for this turn (agent, model and tool calls).
-        arguments["trace_attributes"] = {
-            **(arguments.get("trace_attributes") or {}),
-            ATTRIBUTE_THREAD_ID: turn.thread_id,
-            ATTRIBUTE_RUN_ID: turn.run_id,
-            ATTRIBUTE_AGENT: turn.agent,
-        }
-        try:
-            agent = Agent(
-                **{"callback_handler": None, **arguments},
-                tools=tools,
-                session_manager=session,
-                agent_id=AGENT_ID,
-                name=built.definition.name,
-            )
-        except SESSION_ERRORS:
-            raise  # the session could not be restored: the store's failure, not the agent's
-        except Exception as err:  # what Strands refuses in the definition's arguments
-            logger.exception("building agent %r for run %s failed", turn.agent, turn.run_id)
-            raise build_failed(turn.agent, err) from None
-        for name, placeholder in approval_placeholders.items():
-            if agent.tool_registry.registry.get(name) is not placeholder:
-                # A hook or a tool executor replaced it at construction: it would run unasked.
-                raise build_failed(
-                    turn.agent, RuntimeError(f"tool {name!r} was replaced; it needs approval")
-                )
-        return agent
-
-    async def _stream_turn(
-        self,
-        turn: TurnInput,
-        built: TurnAgent,
-        tools: list[Any],
-        approval_placeholders: dict[str, AgentTool],
-        session: RepositorySessionManager,
-        events: RunEventPublisher,
-        translator: TurnTranslator,
-        shared: StateEvents,
-    ) -> tuple[str, TokenCounts | None]:
-        """Run the approved calls, then the agent; returns Strands' stop reason and the
-        turn's token usage (``None`` when no model call reported any).
-
-        The agent works on the turn's state (``shared``, in place of what Strands restored:
-        the same, with the client's keys merged); a change shows as ``STATE_DELTA`` after
-        the message (model output or tool results) in which it happened.
-
-        Raises:
-            ApplicationError: ``AgentBuildFailed`` (not retried) when Strands refuses the
-                definition's arguments, or a tool that needs approval is not its placeholder
-                once the agent is built.
-        """
-        # Media first: a part the turn cannot take fails it before anything runs or is stored.
-        user_messages = await resolve_media(turn.user_messages, self._settings)
-        agent = self._agent(turn, built, tools, approval_placeholders, session)
-        agent.state = shared.state  # the session manager persists agent.state as it is now
-        invocation_state = {"context": context_state(turn.context), EMITTER_KEY: events}
-        approved = {call.native_id for call in turn.approved}
-        await tell_arrived_results(agent, ran_here(built), approved, invocation_state)
-        if turn.approved:
-            await run_approved(
-                turn, built, agent, session, events, translator, shared, invocation_state
-            )
-        agent.hooks.add_callback(AfterModelCallEvent, distinct_tool_use_ids)
-        agent.hooks.add_callback(AfterToolsEvent, self._stop_if_cancelled)
-
-        streaming = asyncio.create_task(
-            stream_agent(
-                agent, prompt_blocks(user_messages), invocation_state, events, translator, shared
-            )
-        )
-        return await until_stopped(agent, streaming, turn.run_id)
-
-    async def _stop_if_cancelled(self, event: AfterToolsEvent) -> None:
-        """A safe point (a tool batch has finished, the model is next): stop here if the
-        person cancelled the run.
-
-        Asks the thread itself rather than relying on the cancellation a heartbeat delivers:
-        heartbeats are throttled, so a cancel that came while a tool ran could otherwise
-        arrive after the model was called again.
-        """
-        handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
-        try:
-            cancelled = (await read_thread(handle, None)).cancel_requested
-        except Exception as err:  # a busy thread: the heartbeat still delivers a cancel
-            logger.warning("could not ask the thread whether it was cancelled: %s", err)
-            return
-        if cancelled:
-            # The message ends the turn as an assistant message, so that roles still
-            # alternate when the thread's next run adds a user message.
-            event.agent.cancel(message=CANCELLED_AFTER_TOOLS, after_current_tools=True)
-
-    async def _answer_not_offered(
-        self,
-        session: RepositorySessionManager,
-        start: int,
-        events: RunEventPublisher,
-        translator: TurnTranslator,
-    ) -> None:
-        """Answer the open calls past ``MAX_OPEN_CALLS`` with an explicit error result: the
-        thread offers only that many to the client at once (bounded workflow state)."""
-        if not translator.not_offered:
-            return
-        wanted: dict[str, ToolResult] = {
-            call.native_id: tool_result_block(call.native_id, "", TOO_MANY_CALLS)
-            for call in translator.not_offered
-        }
-        store = session_store(self._settings)
-        messages = await asyncio.to_thread(store.read_messages, session.session_id, start)
-        for message in messages:
-            patched, _ = patch_tool_results(message, wanted)
-            if patched:
-                await asyncio.to_thread(
-                    write_back, session.session_repository, session.session_id, message
-                )
-        for call in translator.not_offered:
-            events.publish(translator.tool_result(call.wire_id, [{"text": TOO_MANY_CALLS}]))
-
     async def _starting_point(self, turn: TurnInput, writer: Writer) -> int:
         """The turn's starting point in the session, after cutting away a partial turn.
 
@@ -332,50 +138,6 @@ class TurnActivities:
         if held > start:
             await asyncio.to_thread(store.truncate_as, session_id, start, writer)
         return start
-
-    async def _turn_state(
-        self, turn: TurnInput, built: TurnAgent, session: RepositorySessionManager, start: int
-    ) -> StateEvents:
-        """The state the turn works with (``turn_start_state``), followed for deltas."""
-        return StateEvents(
-            await asyncio.to_thread(
-                turn_start_state,
-                session.session_repository,
-                session.session_id,
-                start,
-                initial_state(turn.agent, built.arguments.get("state")),
-                turn.state,
-            )
-        )
-
-    async def _streamed(
-        self,
-        turn: TurnInput,
-        built: TurnAgent,
-        tools: list[AgentTool],
-        placeholders: dict[str, AgentTool],
-        session: RepositorySessionManager,
-        events: RunEventPublisher,
-        translator: TurnTranslator,
-        shared: StateEvents,
-    ) -> tuple[str, TokenCounts | None]:
-        """``_stream_turn``, then what the translator still holds open is closed, also when
-        it failed; a model provider's error becomes ``ModelFailed`` (``model_failure``)."""
-        try:
-            return await self._stream_turn(
-                turn, built, tools, placeholders, session, events, translator, shared
-            )
-        except Exception as err:
-            if superseded := _superseded(err):
-                raise superseded from None  # Strands wraps what its hooks raise
-            failure = model_failure(err)
-            if failure is None:
-                raise
-            logger.warning("the model of agent %r failed: %s", turn.agent, err)
-            raise failure from None
-        finally:
-            for event in translator.finish():  # this attempt leaves nothing open
-                events.publish(event)
 
     @activity.defn(name="run_turn")
     async def run_turn(self, turn: TurnInput) -> TurnOutput:
@@ -450,12 +212,30 @@ class TurnActivities:
                 await snapshot_if_stale(turn, store, session_id, start, events)
                 session = await asyncio.to_thread(store.open, session_id, writer)
                 async with heartbeating(start):
-                    shared = await self._turn_state(turn, built, session, start)
-                    events.publish(shared.snapshot(), flush_now=True)
-                    stop_reason, usage = await self._streamed(
-                        turn, built, tools, placeholders, session, events, translator, shared
+                    shared = StateEvents(
+                        await asyncio.to_thread(
+                            turn_start_state,
+                            session.session_repository,
+                            session.session_id,
+                            start,
+                            initial_state(turn.agent, built.arguments.get("state")),
+                            turn.state,
+                        )
                     )
-                    await self._answer_not_offered(session, start, events, translator)
+                    events.publish(shared.snapshot(), flush_now=True)
+                    attempt = TurnRun(
+                        self._settings,
+                        turn,
+                        built,
+                        tools,
+                        placeholders,
+                        session,
+                        events,
+                        translator,
+                        shared,
+                    )
+                    stop_reason, usage = await attempt.streamed()
+                    await attempt.answer_not_offered(start)
             message_count = await asyncio.to_thread(store.verified_count, session_id, start)
         warn_undeclared(translator.undeclared, offered, turn.thread_id, turn.run_id)
         return TurnOutput(

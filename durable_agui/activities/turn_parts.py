@@ -33,6 +33,7 @@ from durable_agui.core.contract import (
     TokenCounts,
     UserInput,
 )
+from durable_agui.sessions.store import WriterSuperseded
 from durable_agui.translation import (
     PLACEHOLDER_TEXT,
     TurnTranslator,
@@ -267,3 +268,22 @@ def one_line(err: BaseException) -> str:
     name, at most 200 characters (the worker's log has the traceback)."""
     lines = str(err).strip().splitlines()
     return (lines[0] if lines else "no message")[:200]
+
+
+def build_failed(agent: str, err: BaseException) -> ApplicationError:
+    """``AgentBuildFailed``, not retried: the definition gives the same agent every time,
+    nothing was persisted, and the thread takes its next run."""
+    return ApplicationError(
+        f"building agent {agent!r} for this turn failed: {one_line(err)}",
+        type=ErrorType.AGENT_BUILD_FAILED,
+        non_retryable=True,
+    )
+
+
+def superseded_by(err: BaseException | None) -> WriterSuperseded | None:
+    """The ``WriterSuperseded`` that ``err`` is or was caused by, if any."""
+    while err is not None:
+        if isinstance(err, WriterSuperseded):
+            return err
+        err = err.__cause__
+    return None

@@ -43,7 +43,8 @@ from temporalio.client import Client
 from durable_agui.agents.definition import PredictState
 from durable_agui.api.history import store_errors_as_http
 from durable_agui.api.sse import run_event_frames
-from durable_agui.client.run_events import RunWindow, log_end, run_source
+from durable_agui.client.event_log_access import log_end
+from durable_agui.client.run_events import RunWindow, run_source
 from durable_agui.core.contract import ThreadState, ToolResult
 from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings

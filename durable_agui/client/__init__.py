@@ -14,17 +14,15 @@ from durable_agui.client.early_answers import (
     run_events_so_far,
     with_early_answers,
 )
+from durable_agui.client.event_log_access import NO_END, ensure_retained, log_end
 from durable_agui.client.fork import fork_index, fork_thread
 from durable_agui.client.listing import ListedThread, ThreadFilter, ThreadPage, list_threads
 from durable_agui.client.listing_cursor import MAX_CURSOR, cursor_of, read_cursor
 from durable_agui.client.run_events import (
-    NO_END,
     LogSource,
     RunSource,
     RunWindow,
     StreamSource,
-    ensure_retained,
-    log_end,
     run_source,
 )
 from durable_agui.client.store_refusals import store_refusals

@@ -33,13 +33,13 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.client.event_log_access import new_threads_log_id
 from durable_agui.client.recovery import recover
 from durable_agui.client.refusals import (
     from_temporal_error,
     thread_not_found,
     workflow_task_failing,
 )
-from durable_agui.client.run_events import new_threads_log_id
 from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,

@@ -14,7 +14,7 @@ The rule (issue 27, "nothing grows without bound"):
 - The thread's messages (session store) and its Temporal history are not touched.
 - Each thread keeps one ``PruneMark`` (the offset after its last pruned event, and when):
   a reconnect to a pruned run is answered 410 ``RunEventsPruned``
-  (``durable_agui.client.run_events.ensure_retained``), and the thread's offsets never go
+  (``durable_agui.client.event_log_access.ensure_retained``), and the thread's offsets never go
   back below it. The mark goes with the thread (``EventLog.delete``).
 
 The worker runs the pruner (``durable_agui.worker.ThreadWorkers``): a first pass a minute or
