@@ -173,7 +173,7 @@ def run_turn_queues(history: str) -> list[str]:
 
 
 def test_every_recorded_turn_ran_on_its_agents_queue() -> None:
-    """The histories replay (``tests/test_replay.py``); here, where their turns went."""
+    """The histories replay (``tests/unit/test_replay.py``); here, where their turns went."""
     for name in ("round_trip", "agent_queue"):
         assert run_turn_queues(f"{name}.json") == [agent_task_queue(f"record-{name}", "demo")] * 2
 

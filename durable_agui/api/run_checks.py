@@ -270,7 +270,7 @@ def _schema_problem(schema_json: str) -> str | None:
     return None
 
 
-def check_answers(
+def check_answer_bounds(
     results: list[ToolResult], resume: list[ResumeAnswer], settings: Settings
 ) -> None:
     """Refuse answers over their bounds: a result or resume payload over

@@ -2,7 +2,7 @@
 
 A plain class over carried state (``BatchState``), as Temporal's samples keep deterministic
 logic out of the workflow (``UpdatableTimer``): no I/O, no ``temporalio.workflow``, so every
-rule below is unit-tested without a server (``tests/test_batch.py``).
+rule below is unit-tested without a server (``tests/unit/workflows/test_batch.py``).
 
 The rules of README's "Human in the loop", in the order a client meets them:
 
@@ -74,14 +74,14 @@ __all__ = [
 MAX_BATCH_ANSWER_BYTES = 512_000
 """Answers (content, error text, approval payloads; UTF-8 bytes) an open batch may hold.
 With every other carried field bounded, this keeps a continue-as-new input well under
-Temporal's 2 MB payload limit whatever the client sent (``tests/test_carry_bounds.py``)."""
+Temporal's 2 MB payload limit whatever the client sent (``tests/unit/workflows/thread/test_carry_bounds.py``)."""
 KEEP_CLOSED = 1000
 """Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
 
 KEEP_DECISIONS = 50
 """Decisions by link a thread remembers (the newest), each with a comment of up to
 ``MAX_COMMENT`` characters: they cross continue-as-new, so they are bounded well inside the
-carry's budget (``tests/test_carry_bounds.py``). Older ones are in the history and the
+carry's budget (``tests/unit/workflows/thread/test_carry_bounds.py``). Older ones are in the history and the
 activity summaries; their links then say "no longer waiting" rather than "already used"."""
 
 KEPT_COMMENT = 200

@@ -1,1 +1,1 @@
-"""Saved event histories of the core scenarios, replayed by ``tests/test_replay.py``."""
+"""Saved event histories of the core scenarios, replayed by ``tests/unit/test_replay.py``."""

@@ -19,3 +19,13 @@ def test_no_module_is_longer_than_a_reader_can_hold() -> None:
         if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+def test_the_unit_tests_are_the_tests_under_tests_unit() -> None:
+    """``pytest tests/unit`` and ``pytest -m unit`` are one loop: no test module elsewhere
+    marks itself ``unit``, and every module under ``tests/unit`` does."""
+    tests = PACKAGE.parent / "tests"
+    unit = tests / "unit"
+    marked = {p for p in tests.rglob("test_*.py") if "pytest.mark.unit" in p.read_text()}
+    assert {p.relative_to(tests) for p in marked if unit not in p.parents} == set()
+    assert {p.relative_to(tests) for p in unit.rglob("test_*.py") if p not in marked} == set()

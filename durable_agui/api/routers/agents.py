@@ -24,7 +24,7 @@ from durable_agui.api.deps import (
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.models import CamelModel
 from durable_agui.api.run_checks import (
-    check_answers,
+    check_answer_bounds,
     check_counts,
     check_ids,
     check_media,
@@ -248,7 +248,7 @@ async def run_agent(
             "metadata": thread_metadata(run_input),
         }
     )
-    check_answers(request.tool_results, request.resume, settings)
+    check_answer_bounds(request.tool_results, request.resume, settings)
     await check_thread_state(
         settings, session_id_for(thread_id, principal), definition.state, run_input.state
     )

@@ -47,7 +47,7 @@ THREAD_UPDATES = (
     UPDATE_DELETE_THREAD,
     UPDATE_CANCEL_RUN,
 )
-"""Every update of the thread its callers send (``tests/test_names.py`` checks the
+"""Every update of the thread its callers send (``tests/unit/test_names.py`` checks the
 workflow defines each)."""
 
 SIGNAL_TOOL_RESULTS = "tool_results"

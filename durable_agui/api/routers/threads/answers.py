@@ -12,7 +12,7 @@ from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdD
 from durable_agui.api.errors import NO_THREAD, error_responses
 from durable_agui.api.models import ToolResultsIn, ToolResultsOut
 from durable_agui.api.routers.threads.base import threads_router
-from durable_agui.api.run_checks import check_answers, invalid
+from durable_agui.api.run_checks import check_answer_bounds, invalid
 from durable_agui.api.run_input import content_json
 from durable_agui.client import ThreadRefused, answers_as_run, submit_tool_results
 from durable_agui.core.contract import (
@@ -59,7 +59,7 @@ async def post_tool_results(
             for r in body.resume
         ],
     )
-    check_answers(request.results, request.resume, settings)
+    check_answer_bounds(request.results, request.resume, settings)
     # Beside the path this was posted to, so it keeps the prefix the router is mounted at.
     events_path = posted.url.path.removesuffix("/tool-results") + "/runs/{}/events"
     try:

@@ -1,5 +1,5 @@
 """``SessionCursor``: where the thread stands in its session, the one writer of those carry
-fields (the rules of where a rewind goes are ``rewind``'s: tests/test_thread_rules.py)."""
+fields (the rules of where a rewind goes are ``rewind``'s: tests/unit/workflows/thread/test_rewind.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from durable_agui.workflows import AgentThreadWorkflow
 
 pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
 
-PACKAGE = Path(__file__).resolve().parent.parent / "durable_agui"
+PACKAGE = Path(__file__).resolve().parents[2] / "durable_agui"
 SENDS = {"execute_update", "start_update", "execute_update_with_start_workflow"}
 
 

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEADING = re.compile(r"^## \[(?P<version>[^\]]+)\](?: - (?P<date>\d{4}-\d{2}-\d{2}))?$", re.M)
 
 

@@ -24,7 +24,7 @@ from durable_agui.workflows import AgentThreadWorkflow
 
 pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
 
 
 def test_every_core_scenario_has_a_history() -> None:

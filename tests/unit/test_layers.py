@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.unit  # no server: the inner loop (pytest -m unit)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "durable_agui"
 
 
