@@ -27,7 +27,16 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from durable_agui.cli.devserver import temporal_binary
 from durable_agui.core.contract import workflow_id_for
 from tests.stack import DevStack, started
-from tests.support import CONFIRM_BOOKING, post_run, run_input, stream_run, user, workflow_runs
+from tests.support import (
+    CONFIRM_BOOKING,
+    check_stream,
+    parse_sse,
+    post_run,
+    run_input,
+    stream_run,
+    user,
+    workflow_runs,
+)
 
 DEEP: Any = []
 for _ in range(250):
@@ -343,13 +352,23 @@ async def test_a_rest_answer_sent_while_its_call_is_still_streaming_is_held_and_
     assert view["status"] == "idle" and view["pendingToolCalls"] == []
 
 
-async def test_a_rest_answer_for_a_call_no_run_streamed_is_still_refused(
+async def test_a_rest_answer_for_a_call_no_run_streamed_is_refused_when_that_run_ends(
     http: httpx.AsyncClient,
 ) -> None:
+    """The thread cannot tell a call the turn is still emitting from one it never will: it
+    holds the answer for the run in progress, and the run holding it ends with one
+    ``RUN_ERROR`` naming the id; nothing is taken."""
     body = {"results": [{"content": "no"}]}
     response = await answer_by_rest_while_streaming(http, "rest-early-2", body, "call_nope")
-    assert response.status_code == 409
-    assert response.json()["detail"]["type"] == "UnknownToolCall"
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert (reply["held"], reply["accepted"]) == (["call_nope"], [])
+    held_run = parse_sse((await http.get(reply["eventsUrl"])).text)
+    check_stream(held_run)
+    assert held_run[-1]["type"] == "RUN_ERROR" and held_run[-1]["code"] == "UnknownToolCall"
+    assert "call_nope" in held_run[-1]["message"]
+    view = (await http.get("/threads/rest-early-2")).json()
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
 
 
 @pytest.mark.parametrize(

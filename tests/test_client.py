@@ -1,5 +1,5 @@
 """The thread client's pure rules, without a server: where a fork may start, which answers
-are early, how a listing pages; and a thread's refusal answered as the API's error body
+how a listing pages; and a thread's refusal answered as the API's error body
 whether or not the app installed ``add_error_handlers``."""
 
 from __future__ import annotations
@@ -18,19 +18,13 @@ from durable_agui.client import (
     ListedThread,
     ThreadFilter,
     cursor_of,
-    early_answers,
     fork_index,
     read_cursor,
 )
 from durable_agui.core.contract import (
-    FrontendTool,
-    RunRequest,
-    ThreadState,
     ThreadStatus,
-    ToolResult,
 )
 from durable_agui.core.errors import ErrorType, ThreadRefused
-from durable_agui.event_store import LoggedEvent
 
 
 def _stored(*messages: dict[str, Any]) -> list[SessionMessage]:
@@ -60,45 +54,6 @@ def test_a_fork_starts_only_at_an_answer_the_thread_recorded(
     message_id: str, recorded: int | None, index: int | None
 ) -> None:
     assert fork_index(HISTORY, recorded, message_id) == index
-
-
-def _state(**changes: Any) -> ThreadState:
-    fields: dict[str, Any] = {
-        "thread_id": "t",
-        "agent": "a",
-        "owner": "anonymous",
-        "status": ThreadStatus.RUNNING,
-        "current_run_id": "r1",
-        "queued_run_ids": [],
-        "finished_run_ids": [],
-        "pending_tool_calls": [],
-        "interrupts": [],
-        "tool_call_ids": {},
-        "turns": 1,
-    }
-    return ThreadState.model_validate({**fields, **changes})
-
-
-def _started(call_id: str, tool: str) -> LoggedEvent:
-    return LoggedEvent(
-        0, {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool}, "r1"
-    )
-
-
-def test_answers_to_frontend_calls_the_run_streamed_but_did_not_hand_over_are_early() -> None:
-    request = RunRequest(
-        run_id="r2",
-        agent="a",
-        tool_results=[ToolResult(tool_call_id="c1"), ToolResult(tool_call_id="c2")],
-        frontend_tools=[FrontendTool(name="card")],
-    )
-    logged = [_started("c1", "card"), _started("c2", "backend_tool")]
-    early = early_answers(request, _state(), logged)
-    assert early is not None
-    assert [r.tool_call_id for r in early.early_tool_results] == ["c1"]
-    assert [r.tool_call_id for r in early.tool_results] == ["c2"]
-    # A call the thread knows already is not early: its refusal stands.
-    assert early_answers(request, _state(tool_call_ids={"c1": "n1"}), logged) is None
 
 
 def _listed(thread_id: str, minutes: int, tags: list[str], title: str | None) -> ListedThread:

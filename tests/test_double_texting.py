@@ -184,13 +184,18 @@ async def test_an_answer_sent_while_a_backend_tool_of_its_batch_runs_is_taken_af
     assert view["status"] == "idle" and view["pendingToolCalls"] == []
 
 
-async def test_an_early_answer_for_an_id_no_run_streamed_is_still_refused(
+async def test_an_early_answer_for_an_id_no_run_streamed_ends_its_run_with_one_run_error(
     http: httpx.AsyncClient,
 ) -> None:
-    _, (status, refused), _ = await answer_while_the_tool_runs(http, "early-2", "call_nope")
-    assert status == 409
-    assert refused[0]["detail"]["type"] == "UnknownToolCall"
-    assert "call_nope" in refused[0]["detail"]["message"]
+    """Held for the run in progress (its turn may be emitting the call), then judged: the
+    run that brought it ends with ``RUN_ERROR`` naming the id, and the card still waits."""
+    _, (status, second), _ = await answer_while_the_tool_runs(http, "early-2", "call_nope")
+    assert status == 200, second
+    check_stream(second)
+    assert second[-1]["type"] == "RUN_ERROR" and second[-1]["code"] == "UnknownToolCall"
+    assert "call_nope" in second[-1]["message"]
+    view = (await http.get("/threads/early-2")).json()
+    assert [c["answered"] for c in view["pendingToolCalls"]] == [False]
 
 
 def answer_of(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,12 +8,6 @@ neither FastAPI nor the API. The session stores' drivers load on first use (``fo
 the event log's sources), not with this package.
 """
 
-from durable_agui.client.early_answers import (
-    answers_as_run,
-    early_answers,
-    run_events_so_far,
-    with_early_answers,
-)
 from durable_agui.client.event_log_access import NO_END, ensure_retained, log_end
 from durable_agui.client.fork import fork_index, fork_thread
 from durable_agui.client.listing import ListedThread, ThreadFilter, ThreadPage, list_threads
@@ -49,23 +43,19 @@ __all__ = [
     "ThreadFilter",
     "ThreadPage",
     "ThreadRefused",
-    "answers_as_run",
     "cancel_run",
     "cursor_of",
     "delete_thread",
-    "early_answers",
     "ensure_retained",
     "fork_index",
     "fork_thread",
     "list_threads",
     "log_end",
     "read_cursor",
-    "run_events_so_far",
     "run_source",
     "set_metadata",
     "store_refusals",
     "submit_run",
     "submit_tool_results",
     "thread_state",
-    "with_early_answers",
 ]

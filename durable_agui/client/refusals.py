@@ -30,6 +30,7 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
     ErrorType.ROLLING_OVER: 429,
     ErrorType.ANSWERS_TOO_LARGE: 413,
     ErrorType.UNSUPPORTED_CONTENT: 422,
+    ErrorType.INVALID_REQUEST: 422,
     ErrorType.MEDIA_URL_NOT_ALLOWED: 422,
     ErrorType.MEDIA_TOO_LARGE: 413,
     ErrorType.MEDIA_FETCH_FAILED: 422,

@@ -32,6 +32,7 @@ from temporalio.contrib.opentelemetry import (
     create_tracer_provider,
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -64,6 +65,7 @@ from durable_agui.core.contract import (
     TurnInput,
     TurnOutput,
     UserInput,
+    run_topic,
     workflow_id_for,
 )
 from durable_agui.core.decision_links import Decision
@@ -327,6 +329,42 @@ async def early_answer(env: WorkflowEnvironment, settings: Settings, thread: str
     )
     events = await run_events(env.client, thread, "r2")
     assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+
+
+async def streamed_call(client: Client, thread: str, run_id: str, tool: str) -> str:
+    """The wire id of the first call of ``tool`` run ``run_id`` streams, as soon as its
+    ``TOOL_CALL_END`` is in the run's stream (the run goes on)."""
+    stream = WorkflowStreamClient.create(client, workflow_id_for(thread))
+    starts: dict[str, str] = {}
+    async for item in stream.subscribe([run_topic(run_id)], poll_cooldown=timedelta(0)):
+        if item.data["type"] == "TOOL_CALL_START":
+            starts[item.data["toolCallId"]] = item.data["toolCallName"]
+        if item.data["type"] == "TOOL_CALL_END" and starts.get(item.data["toolCallId"]) == tool:
+            return str(item.data["toolCallId"])
+    raise AssertionError(f"run {run_id} streamed no call of {tool}")
+
+
+async def held_answers(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """Answers sent alone while the run in progress still runs a backend tool of its batch:
+    the card's answer (its call streamed, not yet handed over) and one for an id no run
+    streamed, each held for a run of its own; the first continues the thread, the second
+    ends with ``RUN_ERROR`` ``UnknownToolCall`` (``answers.held_for_run``)."""
+    mixed = 'call lookup_flight {"flight":"H1","delay_seconds":3}\ncall confirm_booking {"f":1}'
+    await start_run(env.client, settings, thread, "r1", mixed, [CONFIRM_BOOKING])
+    wire_id = await streamed_call(env.client, thread, "r1", "confirm_booking")
+    handle = env.client.get_workflow_handle(workflow_id_for(thread))
+    for run_id, call_id in (("rest-1", wire_id), ("rest-2", "call_nope")):
+        accepted = await handle.execute_update(
+            AgentThreadWorkflow.submit_tool_results,
+            ToolResultsRequest(
+                run_id=run_id, results=[ToolResult(tool_call_id=call_id, content="yes")]
+            ),
+        )
+        assert accepted.held == [call_id], accepted
+    continued = await run_events(env.client, thread, "rest-1")
+    assert continued[-1]["type"] == "RUN_FINISHED", continued[-1]
+    refused = await run_events(env.client, thread, "rest-2")
+    assert refused[-1]["code"] == "UnknownToolCall", refused[-1]
 
 
 async def signalled(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -728,6 +766,7 @@ SCENARIOS: dict[str, Scenario] = {
     "double_text": double_text,
     "deletion": deletion,
     "early_answer": early_answer,
+    "held_answers": held_answers,
     "signalled": signalled,
     "signals_refused": signals_refused,
     "history_bound": history_bound,

@@ -42,7 +42,6 @@ from durable_agui.client import (
     run_source,
     submit_run,
     thread_state,
-    with_early_answers,
 )
 from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
 
@@ -107,10 +106,6 @@ async def list_agents(agents: AgentsDep, principal: PrincipalDep) -> list[AgentI
         )
         for a in agents.values()
     ]
-
-
-def _is_unknown_call(refused: ThreadRefused) -> bool:
-    return refused.type == ErrorType.UNKNOWN_TOOL_CALL
 
 
 def _definition(agents: AgentsDep, agent: str) -> AgentDefinition:
@@ -254,17 +249,9 @@ async def run_agent(
     )
     # Before the thread takes the run: a turn no worker would take never starts.
     await context.agent_workers.check(client, settings, agent)
-    try:
-        accepted = await submit_run(client, settings, thread_id, request)
-    except ThreadRefused as refused:
-        # Answers to calls of the run in progress that its turn has not handed over yet
-        # (a card answered while a backend tool of its batch still runs): taken after it.
-        if not _is_unknown_call(refused) or not request.tool_results:
-            raise
-        early = await with_early_answers(client, settings, thread_id, request)
-        if early is None:
-            raise
-        accepted = await submit_run(client, settings, thread_id, early)
+    # Answers to calls the run in progress may still be emitting: the thread holds them
+    # for that run's end (``answers.held_for_run``), in this run.
+    accepted = await submit_run(client, settings, thread_id, request)
     workflow_id = workflow_id_for(thread_id, principal)
     session_id = session_id_for(thread_id, principal)
     # After the thread took the run: a deletion's tombstone from before is not its end.

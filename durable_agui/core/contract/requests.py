@@ -110,13 +110,16 @@ class RunAccepted(BaseModel):
 class ToolResultsRequest(BaseModel):
     """The REST trigger's body: results for pending frontend calls, answers to approvals.
 
-    ``run_id`` names the continuation run that starts when the answers complete a batch.
+    ``run_id`` names the continuation run that starts when the answers complete a batch, or
+    the run that holds the results the run in progress may still be emitting the calls of
+    (``held``), whose ``multitask_strategy`` it follows (``None``: ``enqueue``).
     """
 
     run_id: str
     principal: str = "anonymous"
     results: list[ToolResult] = Field(default_factory=list)
     resume: list[ResumeAnswer] = Field(default_factory=list)
+    multitask_strategy: MultitaskStrategy | None = None
 
 
 class CancelRequest(BaseModel):
@@ -152,13 +155,16 @@ class ToolResultsAccepted(BaseModel):
 
     ``accepted``: newly stored; ``acknowledged``: identical answers already held;
     ``still_pending``: wire ids of the batch that still wait; ``run_id``: the continuation
-    run started by this request, or ``None`` when the batch is not complete yet.
+    run started by this request, or ``None`` when the batch is not complete yet; ``held``:
+    results for calls the run in progress may still be emitting, held for run ``run_id``,
+    which judges them when that run has ended.
     """
 
     accepted: list[str]
     acknowledged: list[str]
     still_pending: list[str]
     run_id: str | None = None
+    held: list[str] = Field(default_factory=list)
 
 
 class CancelAccepted(BaseModel):

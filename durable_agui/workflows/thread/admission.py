@@ -35,7 +35,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.workflows.batch import ToolCallBatch
 from durable_agui.workflows.bounds import shown
-from durable_agui.workflows.thread.answers import check_answers
+from durable_agui.workflows.thread.answers import check_answers, held_for_run
 from durable_agui.workflows.thread.rewind import rewind_point
 
 MAX_RUN_ID = 128
@@ -130,7 +130,8 @@ def check_run(view: AdmissionView, request: RunRequest) -> None:
     _check_not_draining(view)
     _check_room(view, request)
     check_message_ids(view, request)
-    check_answers(view, request.tool_results, request.resume)
+    held = held_for_run(view, request.tool_results)
+    check_answers(view, [r for r in request.tool_results if r not in held], request.resume)
     _check_approvals_answered(view, request)
 
 
@@ -216,7 +217,36 @@ def check_tool_results(view: AdmissionView, request: ToolResultsRequest) -> None
     check_not_rolling_over(view)
     if not request.results and not request.resume:
         raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
-    check_answers(view, request.results, request.resume)
+    held = held_for_run(view, request.results)
+    if held:
+        _check_holding_run(view, request)
+    check_answers(view, [r for r in request.results if r not in held], request.resume)
+
+
+def _check_holding_run(view: AdmissionView, request: ToolResultsRequest) -> None:
+    """Admit the run that answers sent alone are held for (``answers.holding_run``): it
+    queues behind the run in progress as any run does, and cannot stop it (that run's
+    calls are what it answers)."""
+    strategy = request.multitask_strategy or "enqueue"
+    if strategy in ("interrupt", "rollback"):
+        raise ApplicationError(
+            f"multitaskStrategy {strategy} would stop the run whose calls these answers are "
+            "for; send them with enqueue (the default) or reject",
+            type=ErrorType.INVALID_REQUEST,
+        )
+    holding = RunRequest(
+        run_id=request.run_id,
+        agent=view.agent,
+        principal=request.principal,
+        multitask_strategy=strategy,
+    )
+    if view.knows_run(request.run_id):
+        raise ApplicationError(
+            f"runId {shown(request.run_id)} was already used in thread {view.thread_id!r}",
+            type=ErrorType.RUN_ID_REUSED,
+        )
+    _check_not_draining(view)
+    _check_room(view, holding)
 
 
 def check_cancel(view: AdmissionView, request: CancelRequest) -> None:

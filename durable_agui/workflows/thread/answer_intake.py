@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeAnswer,
         ThreadInput,
         ToolResult,
+        ToolResultsRequest,
     )
     from durable_agui.telemetry.tracing import trace_parent
     from durable_agui.workflows.batch import ToolCallBatch
@@ -75,17 +76,28 @@ class AnswerIntake:
         return accepted
 
     def answered(
-        self, results: list[ToolResult], resume: list[ResumeAnswer], run_id: str
+        self,
+        results: list[ToolResult],
+        resume: list[ResumeAnswer],
+        request: ToolResultsRequest,
+        held: list[ToolResult] | None = None,
     ) -> tuple[list[str], str | None]:
-        """Take judged answers; when they complete the batch, queue the continuation run
-        ``run_id``. Returns the ids taken now, and the run queued (``None``: none)."""
+        """Take judged answers; queue run ``request.run_id``: the run ``held`` results wait
+        for (``answers.holding_run``: it judges them once the run in progress has ended, and
+        continues the thread), else the continuation, when the answers complete the batch.
+        Returns the ids taken now, and the run queued (``None``: none)."""
         accepted = self.take(results, resume)
         self._visibility.show_status()
         self._audit_links(resume, accepted)
+        if held:
+            holding = answers.holding_run(self._start.agent, request, held, trace_parent())
+            self._ledger.enqueue(holding)
+            return accepted, request.run_id
         if not (accepted and self._batch.is_complete):
             return accepted, None
-        self._ledger.enqueue(answers.continuation(self._start.agent, run_id, trace_parent()))
-        return accepted, run_id
+        continuation = answers.continuation(self._start.agent, request.run_id, trace_parent())
+        self._ledger.enqueue(continuation)
+        return accepted, request.run_id
 
     async def signalled(self, name: str, inputs: Sequence[RawValue]) -> None:
         """Any signal: ``tool_results`` and ``approval_decisions`` answer (one input, the
@@ -106,8 +118,8 @@ class AnswerIntake:
         except (ApplicationError, ValueError) as refused:
             self._refuse_signal(answers.refusal(workflow.now(), name, refused, body))
             return
-        run_id = f"signal-{workflow.uuid4().hex}"
-        accepted, queued = self.answered(body.tool_results(), body.resume_answers(), run_id)
+        request = ToolResultsRequest(run_id=f"signal-{workflow.uuid4().hex}")
+        accepted, queued = self.answered(body.tool_results(), body.resume_answers(), request)
         workflow.logger.info(
             "signal %s took answers %s%s",
             name,

@@ -43,6 +43,7 @@ from durable_agui.core.contract import (
     ResumeAnswer,
     RunRequest,
     ToolResult,
+    ToolResultsRequest,
 )
 from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 
@@ -108,12 +109,35 @@ def check_signalled(view: AdmissionView, body: AnswersBody) -> None:
     check_answers(view, body.tool_results(), body.resume_answers())
 
 
-def waits_for_run(view: AdmissionView, body: AnswersBody) -> bool:
-    """Whether a signal's answers wait for the run in progress to end: one of them answers
-    a call the batch does not know (yet), which that run's turn may be emitting."""
+def held_for_run(view: AdmissionView, results: list[ToolResult]) -> list[ToolResult]:
+    """The results that wait for the run in progress to end, whatever their channel: each
+    answers a call the batch does not know (yet), which that run's turn may be emitting (a
+    card answered while a backend tool of its batch still runs). None without a run in
+    progress: an unknown id is refused at once then."""
     if view.current_run_id is None:
-        return False
-    return any(view.batch.judge_result(r).verdict == Verdict.UNKNOWN for r in body.tool_results())
+        return []
+    return [r for r in results if view.batch.judge_result(r).verdict == Verdict.UNKNOWN]
+
+
+def waits_for_run(view: AdmissionView, body: AnswersBody) -> bool:
+    """Whether a signal's answers wait for the run in progress to end (``held_for_run``)."""
+    return bool(held_for_run(view, body.tool_results()))
+
+
+def holding_run(
+    agent: str, request: ToolResultsRequest, held: list[ToolResult], trace_parent: str | None
+) -> RunRequest:
+    """The run of its own that answers sent alone (``submit_tool_results``) are held for:
+    it starts once the run in progress has ended, and judges them then
+    (``RunRequest.early_tool_results``)."""
+    return RunRequest(
+        run_id=request.run_id,
+        agent=agent,
+        principal=request.principal,
+        early_tool_results=held,
+        multitask_strategy=request.multitask_strategy or "enqueue",
+        trace_parent=trace_parent,
+    )
 
 
 def continuation(agent: str, run_id: str, trace_parent: str | None) -> RunRequest:

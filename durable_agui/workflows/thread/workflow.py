@@ -58,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.workflows.batch import MAX_BATCH_ANSWER_BYTES, ToolCallBatch
     from durable_agui.workflows.bounds import time_to
     from durable_agui.workflows.telemetry import ThreadTelemetry
-    from durable_agui.workflows.thread import admission, lifecycle, run_queue
+    from durable_agui.workflows.thread import admission, answers, lifecycle, run_queue
     from durable_agui.workflows.thread.answer_intake import AnswerIntake
     from durable_agui.workflows.thread.cursor import SessionCursor
     from durable_agui.workflows.thread.endings import ThreadEndings
@@ -220,14 +220,22 @@ class AgentThreadWorkflow:
             return self._on_log(run_queue.replayed(carry, request, end, logged))  # a retry
         self._count_intake(request)
         self._ledger.record_digest(request)
-        acknowledged = self._batch.acknowledged(request.tool_results, request.resume)
-        self._intake.take(request.tool_results, request.resume)
+        # Answers to calls the run in progress may still be emitting wait for it to end.
+        held = answers.held_for_run(self._visibility.admission_view(), request.tool_results)
+        now = [r for r in request.tool_results if r not in held]
+        acknowledged = self._batch.acknowledged(now, request.resume)
+        self._intake.take(now, request.resume)
         # A regenerate or an edit: its tail is run again from that point, all of it.
         rewind_to = rewind_point(carry, request)
         fresh = self._cursor.take_in(request, rewind_to)
         self._record.offered(request.frontend_tools)
         queued = request.model_copy(
-            update={"user_messages": fresh, "trace_parent": trace_parent(), "rewind_to": rewind_to}
+            update={
+                "user_messages": fresh,
+                "trace_parent": trace_parent(),
+                "rewind_to": rewind_to,
+                "early_tool_results": [*request.early_tool_results, *held],
+            }
         )
         if request.metadata is not None:
             self._set_metadata(request.metadata)
@@ -267,13 +275,16 @@ class AgentThreadWorkflow:
     @workflow.update(name=UPDATE_SUBMIT_TOOL_RESULTS)
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
         """Take in answers; when they complete the batch, queue the continuation run."""
-        acknowledged = self._batch.acknowledged(request.results, request.resume)
-        accepted, run_id = self._intake.answered(request.results, request.resume, request.run_id)
+        held = answers.held_for_run(self._visibility.admission_view(), request.results)
+        now = [r for r in request.results if r not in held]
+        acknowledged = self._batch.acknowledged(now, request.resume)
+        accepted, run_id = self._intake.answered(now, request.resume, request, held)
         return ToolResultsAccepted(
             accepted=accepted,
             acknowledged=acknowledged,
             still_pending=self._batch.waiting_ids(),
             run_id=run_id,
+            held=[r.tool_call_id for r in held],
         )
 
     @submit_tool_results.validator

@@ -9,6 +9,7 @@ from durable_agui.core.contract import (
     RunRequest,
     ThreadCarry,
     ToolResult,
+    ToolResultsRequest,
 )
 from durable_agui.workflows.thread import (
     admission,
@@ -106,3 +107,38 @@ def test_large_runs_arriving_together_go_in_separate_workflow_tasks() -> None:
     admission.check_run(view(), large)
     filling = AdmissionView(**{**view().__dict__, "intake_bytes": 1_500_000})
     assert refused(admission.check_run, filling, large) == "ThreadRollingOver"
+
+
+def test_a_run_answering_a_call_the_run_in_progress_may_be_emitting_is_admitted() -> None:
+    early = run("r2", tool_results=[ToolResult(tool_call_id="f9", content="yes")])
+    admission.check_run(view(running="r1"), early)
+    assert refused(admission.check_run, view(), early) == "UnknownToolCall"
+
+
+@pytest.mark.parametrize(
+    ("strategy", "error_type"),
+    [("interrupt", "InvalidRequest"), ("rollback", "InvalidRequest"), ("reject", "RunInProgress")],
+)
+def test_answers_held_for_a_run_of_their_own_cannot_stop_the_run_they_wait_for(
+    strategy: str, error_type: str
+) -> None:
+    request = ToolResultsRequest.model_validate(
+        {"run_id": "rest-1", "principal": "alice", "multitask_strategy": strategy,
+         "results": [{"tool_call_id": "f9", "content": "yes"}]}
+    )  # fmt: skip
+    assert refused(admission.check_tool_results, view(running="r1"), request) == error_type
+    # Known calls only: nothing is held, so no run of their own to refuse.
+    known = request.model_copy(update={"results": []})
+    known.resume = [ResumeAnswer(interrupt_id="approve-a1", status="resolved")]
+    batch = with_batch(("a1", "approval"))
+    admission.check_tool_results(view(batch=batch, running="r1"), known)
+
+
+def test_a_run_of_their_own_takes_a_new_run_id_and_room_in_the_queue() -> None:
+    request = ToolResultsRequest(
+        run_id="r1", principal="alice", results=[ToolResult(tool_call_id="f9")]
+    )
+    assert refused(admission.check_tool_results, view(running="r1"), request) == "RunIdReused"
+    full = ThreadCarry(queue=[run(f"q{n}") for n in range(MAX_QUEUED_RUNS)])
+    fresh = request.model_copy(update={"run_id": "rest-2"})
+    assert refused(admission.check_tool_results, view(full, running="r1"), fresh) == "ThreadBusy"

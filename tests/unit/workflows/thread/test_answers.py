@@ -192,3 +192,25 @@ def test_a_signal_is_one_input_of_a_signal_that_answers(
 def test_a_signal_name_is_recorded_bounded_and_unquotable() -> None:
     refusal = answers.refusal(NOW, "`x`" + "y" * 500, PayloadRefused("UnknownSignal", "no"), None)  # type: ignore[arg-type]
     assert len(refusal.signal) <= 100 and "`" not in refusal.signal
+
+
+def test_answers_to_calls_the_run_in_progress_may_be_emitting_are_held_for_it() -> None:
+    """Every channel alike: a result for an id the batch does not know waits for the run in
+    progress (its turn may be emitting the call); without a run in progress it is refused."""
+    batch = with_batch(("f1", "frontend"))
+    results = [ToolResult(tool_call_id="f1", content="a"), ToolResult(tool_call_id="f2")]
+    held = answers.held_for_run(view(batch=batch, running="r1"), results)
+    assert [r.tool_call_id for r in held] == ["f2"]
+    assert answers.held_for_run(view(batch=batch), results) == []
+
+
+def test_answers_sent_alone_are_held_for_a_run_of_their_own() -> None:
+    request = ToolResultsRequest(run_id="rest-1", principal="alice")
+    held = [ToolResult(tool_call_id="f2", content="yes")]
+    holding = answers.holding_run("demo", request, held, "tp")
+    assert (holding.run_id, holding.early_tool_results, holding.multitask_strategy) == (
+        "rest-1",
+        held,
+        "enqueue",
+    )
+    assert (holding.principal, holding.trace_parent) == ("alice", "tp")
