@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -10,7 +11,14 @@ from ag_ui.core.types import ContentPart
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from durable_agui.core.contract import MultitaskStrategy, ThreadMetadata, ThreadStatus
+from durable_agui.core.contract import (
+    MultitaskStrategy,
+    OpenInterrupt,
+    PendingToolCall,
+    ThreadMetadata,
+    ThreadState,
+    ThreadStatus,
+)
 
 
 class CamelModel(BaseModel):
@@ -27,6 +35,18 @@ class PendingToolCallView(CamelModel):
     run_id: str = Field(description="The run that emitted the call.")
     expires_at: datetime = Field(description="When the call closes without an answer.")
     answered: bool
+
+    @classmethod
+    def of(cls, call: PendingToolCall) -> PendingToolCallView:
+        return cls(
+            tool_call_id=call.wire_id,
+            tool_name=call.tool_name,
+            args=call.args,
+            args_omitted=call.args_omitted,
+            run_id=call.run_id,
+            expires_at=call.expires_at,
+            answered=call.result is not None,
+        )
 
 
 class InterruptView(CamelModel):
@@ -53,6 +73,21 @@ class InterruptView(CamelModel):
         "(approve, deny): set while it waits, when the server signs decision links "
         "(DURABLE_AGUI_DECISION_LINK_KEY). Each works once, until expiresAt.",
     )
+
+    @classmethod
+    def of(cls, interrupt: OpenInterrupt, decision_links: dict[str, str] | None) -> InterruptView:
+        return cls(
+            id=interrupt.interrupt_id,
+            tool_call_id=interrupt.wire_id,
+            tool_name=interrupt.tool_name,
+            args=interrupt.args,
+            args_omitted=interrupt.args_omitted,
+            message=interrupt.message,
+            response_schema=interrupt.response_schema,
+            expires_at=interrupt.expires_at,
+            answered=interrupt.resolution is not None,
+            decision_links=decision_links,
+        )
 
 
 class WebhookFailureView(CamelModel):
@@ -109,6 +144,42 @@ class ThreadView(CamelModel):
         description="The answers sent by Temporal signal that the thread refused (at most "
         "20, oldest first): a signal cannot reply, so its refusal shows here.",
     )
+
+    @classmethod
+    def of(
+        cls,
+        thread_id: str,
+        state: ThreadState,
+        shared: dict[str, Any] | None,
+        workflow_id: str,
+        temporal_ui_url: str,
+        decision_links: Callable[[OpenInterrupt], dict[str, str] | None],
+    ) -> ThreadView:
+        """The view of thread ``thread_id`` whose state is ``state`` (its shared state
+        ``shared``, its waiting approvals' ``decision_links``)."""
+        return cls(
+            thread_id=thread_id,
+            agent=state.agent,
+            status=state.status,
+            current_run_id=state.current_run_id,
+            queued_run_ids=state.queued_run_ids,
+            pending_tool_calls=[PendingToolCallView.of(c) for c in state.pending_tool_calls],
+            interrupts=[InterruptView.of(i, decision_links(i)) for i in state.interrupts],
+            state=shared,
+            workflow_id=workflow_id,
+            temporal_ui_url=temporal_ui_url,
+            metadata=state.metadata,
+            recent_runs=[
+                RunTraceView(run_id=run_id, trace_id=trace_id)
+                for run_id, trace_id in state.run_trace_ids.items()
+            ],
+            webhook_failures=[
+                WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
+            ],
+            refused_signals=[
+                RefusedSignalView.model_validate(r.model_dump()) for r in state.refused_signals
+            ],
+        )
 
 
 class ThreadSummary(CamelModel):

@@ -293,3 +293,18 @@ def check_answer_bounds(
                 f"the resume payload for interrupt {answer.interrupt_id!r} is {size} bytes; "
                 f"the limit is {settings.max_tool_result_bytes}"
             )
+
+
+def check_run_input(run_input: RunAgentInput, agent: AgentDefinition, settings: Settings) -> None:
+    """Every check of an AG-UI run's input before the thread sees it, in the order a client
+    meets them: counts and sizes, state and context, ids, user content, media, tools.
+
+    Raises:
+        HTTPException: the first check the input fails (413, 422).
+    """
+    check_counts(run_input, settings)
+    check_state_and_context(run_input, settings)
+    check_ids(run_input)
+    check_user_content(run_input)
+    check_media(run_input, settings)
+    check_tools(run_input, agent)

@@ -17,6 +17,7 @@ from durable_agui.client.run_events import (
     RunSource,
     RunWindow,
     StreamSource,
+    accepted_run,
     run_source,
 )
 from durable_agui.client.store_refusals import store_refusals
@@ -43,6 +44,7 @@ __all__ = [
     "ThreadFilter",
     "ThreadPage",
     "ThreadRefused",
+    "accepted_run",
     "cancel_run",
     "cursor_of",
     "delete_thread",

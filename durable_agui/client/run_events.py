@@ -24,7 +24,14 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agui.core.contract import ErrorType, ThreadState, run_topic
+from durable_agui.core.contract import (
+    ErrorType,
+    RunAccepted,
+    ThreadState,
+    run_topic,
+    session_id_for,
+    workflow_id_for,
+)
 from durable_agui.core.errors import ThreadRefused
 from durable_agui.core.event_log import READ_TIMEOUT, read_run_events, read_thread
 from durable_agui.core.settings import Settings
@@ -371,3 +378,31 @@ def run_source(
             "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
         )
     return LogSource(log, session_id, client, workflow_id, since)
+
+
+async def accepted_run(
+    client: Client, settings: Settings, thread_id: str, principal: str, accepted: RunAccepted
+) -> tuple[RunSource, RunWindow]:
+    """Where run ``accepted`` is read (its source) and which of its events a stream starts
+    from (its window): the event log from its start (a retried POST gets the first POST's
+    answer, so the run's events may be anywhere before the log's end), or the workflow
+    stream from the offset the thread gave it.
+
+    Raises:
+        ThreadRefused: 503 ``EventLogReplaced`` or ``EventLogUnavailable`` (``log_end``,
+            ``run_source``).
+    """
+    from durable_agui.client.event_log_access import log_end
+
+    workflow_id = workflow_id_for(thread_id, principal)
+    session_id = session_id_for(thread_id, principal)
+    # After the thread took the run: a deletion's tombstone from before is not its end.
+    since = await log_end(settings, session_id, accepted.event_log_id) if accepted.event_log else 0
+    if accepted.event_log:
+        window = RunWindow(start=0, end=0, finished=accepted.finished)
+    else:
+        window = RunWindow(
+            start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
+        )
+    source = run_source(client, settings, workflow_id, session_id, accepted.event_log, since)
+    return source, window

@@ -23,26 +23,11 @@ from durable_agui.api.deps import (
 )
 from durable_agui.api.errors import THREAD_ERRORS, api_error, error_responses
 from durable_agui.api.models import CamelModel
-from durable_agui.api.run_checks import (
-    check_answer_bounds,
-    check_counts,
-    check_ids,
-    check_media,
-    check_state_and_context,
-    check_tools,
-    check_user_content,
-)
+from durable_agui.api.run_checks import check_answer_bounds, check_ids, check_run_input
 from durable_agui.api.run_input import multitask_strategy, run_request, thread_metadata
 from durable_agui.api.sse import run_event_frames, sse_response
 from durable_agui.api.thread_state_bound import check_thread_state
-from durable_agui.client import (
-    RunWindow,
-    ThreadRefused,
-    log_end,
-    run_source,
-    submit_run,
-    thread_state,
-)
+from durable_agui.client import ThreadRefused, accepted_run, submit_run, thread_state
 from durable_agui.core.contract import ErrorType, session_id_for, workflow_id_for
 
 logger = logging.getLogger(__name__)
@@ -228,13 +213,8 @@ async def run_agent(
     definition = _definition(agents, agent)
     thread_id = valid_thread_id(run_input.thread_id)
     observe_thread(thread_id)
-    check_counts(run_input, settings)
-    check_state_and_context(run_input, settings)
-    check_ids(run_input)
+    check_run_input(run_input, definition, settings)  # the run id too, before it is logged
     observe_thread(thread_id, run_input.run_id, agent=agent)
-    check_user_content(run_input)
-    check_media(run_input, settings)
-    check_tools(run_input, definition)
     strategy = multitask_strategy(run_input, definition)
     request = run_request(agent, run_input).model_copy(
         update={
@@ -252,19 +232,7 @@ async def run_agent(
     # Answers to calls the run in progress may still be emitting: the thread holds them
     # for that run's end (``answers.held_for_run``), in this run.
     accepted = await submit_run(client, settings, thread_id, request)
-    workflow_id = workflow_id_for(thread_id, principal)
-    session_id = session_id_for(thread_id, principal)
-    # After the thread took the run: a deletion's tombstone from before is not its end.
-    since = await log_end(settings, session_id, accepted.event_log_id) if accepted.event_log else 0
-    if accepted.event_log:
-        # From the start: a retried POST gets the first POST's answer from Temporal (the
-        # same update id), so the run's events may be anywhere before the log's end.
-        window = RunWindow(start=0, end=0, finished=accepted.finished)
-    else:
-        window = RunWindow(
-            start=accepted.from_offset, end=accepted.stream_end, finished=accepted.finished
-        )
-    source = run_source(client, settings, workflow_id, session_id, accepted.event_log, since)
+    source, window = await accepted_run(client, settings, thread_id, principal, accepted)
     logger.info(
         "run accepted%s",
         f" behind {accepted.queued_behind} run(s)" if accepted.queued_behind else "",

@@ -22,21 +22,18 @@ Pure: no I/O, no ``temporalio.workflow``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
     CancelRequest,
     ErrorType,
     RunRequest,
-    ThreadCarry,
     ToolResultsRequest,
 )
-from durable_agui.workflows.batch import ToolCallBatch
 from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.thread.answers import check_answers, held_for_run
 from durable_agui.workflows.thread.rewind import rewind_point
+from durable_agui.workflows.thread.view import AdmissionView
 
 MAX_RUN_ID = 128
 """Longest ``runId`` (``RUN_ID_PATTERN``'s bound, which the API checks)."""
@@ -51,37 +48,6 @@ told to retry (the API does), and goes in the next task."""
 MAX_QUEUED_RUNS = 8
 """Runs a thread queues behind the one in progress; one more is refused with 429
 (``ThreadBusy``), so a burst of requests cannot grow a thread's history without bound."""
-
-
-@dataclass(frozen=True)
-class AdmissionView:
-    """What admission reads of a thread: its identity, its carried state and open batch,
-    and the moment's flags."""
-
-    thread_id: str
-    owner: str
-    agent: str
-    carry: ThreadCarry
-    batch: ToolCallBatch
-    current_run_id: str | None
-    deleting: bool
-    rolling_over: bool
-    intake_bytes: int = 0
-    """What the runs accepted in this workflow task so far weigh (``MAX_INTAKE_BYTES``)."""
-    history_full: bool = False
-    """The history asks for a new workflow run (``lifecycle``): a busy thread drains its
-    queue first, taking no new run."""
-
-    @property
-    def busy(self) -> bool:
-        return self.current_run_id is not None or bool(self.carry.queue)
-
-    def knows_run(self, run_id: str) -> bool:
-        return (
-            run_id == self.current_run_id
-            or run_id in self.carry.finished_run_ids
-            or any(run.run_id == run_id for run in self.carry.queue)
-        )
 
 
 def check_owner(view: AdmissionView, principal: str) -> None:

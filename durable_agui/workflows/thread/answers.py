@@ -48,7 +48,7 @@ from durable_agui.core.contract import (
 from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
-    from durable_agui.workflows.thread.admission import AdmissionView
+    from durable_agui.workflows.thread.view import AdmissionView
 
 MAX_SIGNAL_BYTES = 1_000_000
 """Largest signal payload the thread parses: the REST body's bound at its default

@@ -27,10 +27,10 @@ with workflow.unsafe.imports_passed_through():
     from durable_agui.workflows.batch import KEEP_DECISIONS, ToolCallBatch
     from durable_agui.workflows.bounds import recent
     from durable_agui.workflows.thread import answers, lifecycle
-    from durable_agui.workflows.thread.admission import AdmissionView
     from durable_agui.workflows.thread.events import ThreadEvents
     from durable_agui.workflows.thread.lifecycle import KEEP_RUN_EVENTS
     from durable_agui.workflows.thread.moment import ThreadMoment
+    from durable_agui.workflows.thread.view import AdmissionView
 
 
 class ThreadVisibility:

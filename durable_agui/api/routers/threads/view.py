@@ -6,13 +6,8 @@ from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import AgentsDep, SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import NO_THREAD, error_responses
 from durable_agui.api.models import (
-    InterruptView,
-    PendingToolCallView,
-    RefusedSignalView,
-    RunTraceView,
     ThreadMessages,
     ThreadView,
-    WebhookFailureView,
 )
 from durable_agui.api.routers.threads.base import threads_router
 from durable_agui.client import thread_state
@@ -39,54 +34,15 @@ async def get_thread(
 
     state = await thread_state(client, thread_id, principal)
     definition = agents.get(state.agent)
+    shared = await shared_state(settings, state, definition.state if definition else None)
     workflow_id = workflow_id_for(thread_id, principal)
-    return ThreadView(
-        thread_id=thread_id,
-        agent=state.agent,
-        status=state.status,
-        current_run_id=state.current_run_id,
-        queued_run_ids=state.queued_run_ids,
-        pending_tool_calls=[
-            PendingToolCallView(
-                tool_call_id=call.wire_id,
-                tool_name=call.tool_name,
-                args=call.args,
-                args_omitted=call.args_omitted,
-                run_id=call.run_id,
-                expires_at=call.expires_at,
-                answered=call.result is not None,
-            )
-            for call in state.pending_tool_calls
-        ],
-        interrupts=[
-            InterruptView(
-                id=i.interrupt_id,
-                tool_call_id=i.wire_id,
-                tool_name=i.tool_name,
-                args=i.args,
-                args_omitted=i.args_omitted,
-                message=i.message,
-                response_schema=i.response_schema,
-                expires_at=i.expires_at,
-                answered=i.resolution is not None,
-                decision_links=_decision_links(settings, thread_id, principal, i),
-            )
-            for i in state.interrupts
-        ],
-        state=await shared_state(settings, state, definition.state if definition else None),
-        workflow_id=workflow_id,
-        temporal_ui_url=workflow_ui_url(settings, workflow_id),
-        metadata=state.metadata,
-        recent_runs=[
-            RunTraceView(run_id=run_id, trace_id=trace_id)
-            for run_id, trace_id in state.run_trace_ids.items()
-        ],
-        webhook_failures=[
-            WebhookFailureView.model_validate(f.model_dump()) for f in state.webhook_failures
-        ],
-        refused_signals=[
-            RefusedSignalView.model_validate(r.model_dump()) for r in state.refused_signals
-        ],
+    return ThreadView.of(
+        thread_id,
+        state,
+        shared,
+        workflow_id,
+        workflow_ui_url(settings, workflow_id),
+        lambda interrupt: _decision_links(settings, thread_id, principal, interrupt),
     )
 
 

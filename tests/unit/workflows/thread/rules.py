@@ -16,7 +16,7 @@ from durable_agui.core.contract import (
     UserInput,
 )
 from durable_agui.workflows.batch import ToolCallBatch
-from durable_agui.workflows.thread.admission import AdmissionView
+from durable_agui.workflows.thread.view import AdmissionView
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 

@@ -14,7 +14,8 @@ from durable_agui.core.contract import (
 from durable_agui.workflows.thread import (
     admission,
 )
-from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS, AdmissionView
+from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS
+from durable_agui.workflows.thread.view import AdmissionView
 from tests.unit.workflows.thread.rules import message, refused, run, view, with_batch
 
 pytestmark = pytest.mark.unit
