@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 
 from durable_agui.activities.turn_run import CANCELLED_AFTER_TOOLS
 from tests.stack import DevStack, store_stacks
@@ -139,11 +140,12 @@ MIXED = 'call lookup_flight {"flight":"E1","delay_seconds":5}\ncall confirm_book
 
 
 async def answer_while_the_tool_runs(
-    http: httpx.AsyncClient, thread: str, answer_id: str | None = None
+    http: httpx.AsyncClient, thread: str, answer_id: str | None = None, strategy: str = ""
 ) -> tuple[list[dict[str, Any]], tuple[int, list[dict[str, Any]]], str]:
     """Run r1 (a 5 s backend tool beside a frontend call); as soon as the frontend call has
-    streamed, a second client answers it (or ``answer_id``) in run r2. Returns r1's events,
-    r2's ``(status, events)`` and the frontend call's wire id."""
+    streamed, a second client answers it (or ``answer_id``) in run r2 (``multitaskStrategy``
+    ``strategy``, when given). Returns r1's events, r2's ``(status, events)`` and the
+    frontend call's wire id."""
     body = run_input(thread, "r1", [user("u1", MIXED)], [CONFIRM_BOOKING])
     answering: list[asyncio.Task[tuple[int, list[dict[str, Any]]]]] = []
     wire: list[str] = []
@@ -157,6 +159,8 @@ async def answer_while_the_tool_runs(
         wire.append(card[0]["toolCallId"])
         tool = {"id": "t1", "role": "tool", "toolCallId": answer_id or wire[0], "content": "yes"}
         second = run_input(thread, "r2", [tool], [CONFIRM_BOOKING])
+        if strategy:
+            second["forwardedProps"] = {"multitaskStrategy": strategy}
         answering.append(asyncio.create_task(post_run(other, "demo", second)))
         await asyncio.sleep(0)
 
@@ -182,6 +186,24 @@ async def test_an_answer_sent_while_a_backend_tool_of_its_batch_runs_is_taken_af
     assert text.endswith("confirm_booking -> success: yes")
     view = (await http.get("/threads/early-1")).json()
     assert view["status"] == "idle" and view["pendingToolCalls"] == []
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+async def test_a_run_holding_an_answer_waits_for_the_run_whose_call_it_answers(
+    http: httpx.AsyncClient, strategy: str
+) -> None:
+    """Its ``interrupt`` or ``rollback`` would stop the very turn that emits the call: a run
+    holding answers queues behind it instead, and takes them when it starts."""
+    thread = f"early-{strategy}"
+    first, (status, second), wire_id = await answer_while_the_tool_runs(
+        http, thread, strategy=strategy
+    )
+    assert status == 200, second
+    assert first[-1]["outcome"] == {"type": "success"}
+    assert waiting_call_ids(first) == [wire_id]
+    assert second[-1]["outcome"] == {"type": "success"}
+    text = "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text.endswith("confirm_booking -> success: yes")
 
 
 async def test_an_early_answer_for_an_id_no_run_streamed_ends_its_run_with_one_run_error(

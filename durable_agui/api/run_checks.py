@@ -273,9 +273,15 @@ def _schema_problem(schema_json: str) -> str | None:
 def check_answer_bounds(
     results: list[ToolResult], resume: list[ResumeAnswer], settings: Settings
 ) -> None:
-    """Refuse answers over their bounds: a result or resume payload over
+    """Refuse answers over their bounds: more answers than a run may carry messages
+    (``max_messages_per_run``, 413), a result or resume payload over
     ``max_tool_result_bytes`` (413), an id over ``MAX_TOOL_CALL_ID`` / ``MAX_INTERRUPT_ID``
     (422)."""
+    if len(results) + len(resume) > settings.max_messages_per_run:
+        raise too_large(
+            f"{len(results) + len(resume)} answers; a request may carry "
+            f"{settings.max_messages_per_run}"
+        )
     for result in results:
         _check_tool_call_id(result.tool_call_id)
         size = result.size()

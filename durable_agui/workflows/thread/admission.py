@@ -28,10 +28,11 @@ from durable_agui.core.contract import (
     CancelRequest,
     ErrorType,
     RunRequest,
+    ToolResult,
     ToolResultsRequest,
 )
 from durable_agui.workflows.bounds import shown
-from durable_agui.workflows.thread.answers import check_answers, held_for_run
+from durable_agui.workflows.thread.answers import check_answers, split_held
 from durable_agui.workflows.thread.rewind import rewind_point
 from durable_agui.workflows.thread.view import AdmissionView
 
@@ -96,13 +97,13 @@ def check_run(view: AdmissionView, request: RunRequest) -> None:
     _check_not_draining(view)
     _check_room(view, request)
     check_message_ids(view, request)
-    held = held_for_run(view, request.tool_results)
-    check_answers(view, [r for r in request.tool_results if r not in held], request.resume)
+    now, _ = split_held(view, request.tool_results)
+    check_answers(view, now, request.resume)
     _check_approvals_answered(view, request)
 
 
-def run_size(request: RunRequest) -> int:
-    """What run ``request`` weighs as the workflow task carries it (its JSON, bytes)."""
+def run_size(request: RunRequest | ToolResultsRequest) -> int:
+    """What ``request`` weighs as the workflow task carries it (its JSON, bytes)."""
     return len(request.model_dump_json().encode("utf-8", "surrogatepass"))
 
 
@@ -114,9 +115,15 @@ def _check_size(view: AdmissionView, request: RunRequest) -> None:
             f"{MAX_RUN_ID} characters; a thread takes runs of at most {MAX_RUN_BYTES} bytes",
             type=ErrorType.REQUEST_TOO_LARGE,
         )
+    _check_intake(view, size)
+
+
+def _check_intake(view: AdmissionView, size: int) -> None:
+    """``MAX_INTAKE_BYTES``: a request that would take this workflow task past it is told
+    to come again (the API does), into the next task."""
     if view.intake_bytes and view.intake_bytes + size > MAX_INTAKE_BYTES:
         raise ApplicationError(
-            "the thread is taking in other large runs at this moment; send the run again",
+            "the thread is taking in other large requests at this moment; send it again",
             type=ErrorType.ROLLING_OVER,
         )
 
@@ -183,13 +190,16 @@ def check_tool_results(view: AdmissionView, request: ToolResultsRequest) -> None
     check_not_rolling_over(view)
     if not request.results and not request.resume:
         raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
-    held = held_for_run(view, request.results)
+    now, held = split_held(view, request.results)
+    _check_intake(view, run_size(request))
     if held:
-        _check_holding_run(view, request)
-    check_answers(view, [r for r in request.results if r not in held], request.resume)
+        _check_holding_run(view, request, held)
+    check_answers(view, now, request.resume)
 
 
-def _check_holding_run(view: AdmissionView, request: ToolResultsRequest) -> None:
+def _check_holding_run(
+    view: AdmissionView, request: ToolResultsRequest, held: list[ToolResult]
+) -> None:
     """Admit the run that answers sent alone are held for (``answers.holding_run``): it
     queues behind the run in progress as any run does, and cannot stop it (that run's
     calls are what it answers)."""
@@ -204,6 +214,7 @@ def _check_holding_run(view: AdmissionView, request: ToolResultsRequest) -> None
         run_id=request.run_id,
         agent=view.agent,
         principal=request.principal,
+        early_tool_results=held,
         multitask_strategy=strategy,
     )
     if view.knows_run(request.run_id):
@@ -211,6 +222,7 @@ def _check_holding_run(view: AdmissionView, request: ToolResultsRequest) -> None
             f"runId {shown(request.run_id)} was already used in thread {view.thread_id!r}",
             type=ErrorType.RUN_ID_REUSED,
         )
+    _check_size(view, holding)
     _check_not_draining(view)
     _check_room(view, holding)
 

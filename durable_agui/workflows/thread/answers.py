@@ -2,18 +2,17 @@
 ``resume`` entries (``submit_run``), the REST body (``submit_tool_results``), and the
 thread's signals (``tool_results``, ``approval_decisions``).
 
-The rules (README "Human in the loop"; DESIGN.md "One judgement of answers for every
-channel"):
+The rules (docs/concepts/answers.md, "Answers from every channel"):
 
 - every answer is judged by the open batch (``ToolCallBatch``: new, same, echo,
   conflicting, closed, unknown), and a request with any refused answer is refused whole
   before anything is written (``check_answers``);
-- an answer to a call the run in progress has streamed but its turn has not handed to the
-  thread yet is *early*: it is held until that turn ends, then judged like any other. An
-  AG-UI run or a REST body brings it as ``RunRequest.early_tool_results`` (the API finds the
-  call in the run's events); a signal with an answer the batch does not know while a run is
-  in progress waits for that run's end (``waits_for_run``): a signal cannot be told "send it
-  again later";
+- an answer to a call the batch does not know, while a run is in progress, is *early*
+  (that run's turn may be emitting the call): it is held until that run ends, then judged
+  like any other (``held_for_run``). An AG-UI run carries it as
+  ``RunRequest.early_tool_results``, a REST body in a run of its own (``holding_run``), and
+  a signal waits for that run's end in its handler (``waits_for_run``): a signal cannot be
+  told "send it again later";
 - answers that complete the batch start the continuation run (``continuation``);
 - a signal speaks for the thread's owner (whoever may signal the workflow in its Temporal
   namespace may already do anything to it), and cannot reply: what the thread refuses is
@@ -107,6 +106,17 @@ def check_signalled(view: AdmissionView, body: AnswersBody) -> None:
             f"thread {view.thread_id!r} is being deleted", type=ErrorType.THREAD_NOT_FOUND
         )
     check_answers(view, body.tool_results(), body.resume_answers())
+
+
+def split_held(
+    view: AdmissionView, results: list[ToolResult]
+) -> tuple[list[ToolResult], list[ToolResult]]:
+    """``results`` as (judged now, ``held_for_run``), in one pass (a body may carry many)."""
+    held = held_for_run(view, results)
+    if not held:
+        return results, []
+    held_ids = {r.tool_call_id for r in held}
+    return [r for r in results if r.tool_call_id not in held_ids], held
 
 
 def held_for_run(view: AdmissionView, results: list[ToolResult]) -> list[ToolResult]:

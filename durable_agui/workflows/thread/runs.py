@@ -9,6 +9,7 @@ the queue and recent runs are the ``RunLedger``'s, the session position the
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
@@ -169,8 +170,11 @@ class RunExecutor:
             await self._run_turn(run, run.user_messages, [])
             return self._finished(run)
         if kind is RunKind.EARLY_ANSWERS:
-            try:  # the calls they answer are in the batch now, or they are refused
-                check_answers(self._visibility.admission_view(), run.early_tool_results, [])
+            # The calls they answer are in the batch now, or they are refused (as with no run
+            # in progress: the one they waited for has ended, this one is theirs).
+            judged = replace(self._visibility.admission_view(), current_run_id=None)
+            try:
+                check_answers(judged, run.early_tool_results, [])
             except ApplicationError as refused:
                 self._events.publish(run.run_id, run_error_event(refused))
                 self._cursor.forget(run)

@@ -221,8 +221,7 @@ class AgentThreadWorkflow:
         self._count_intake(request)
         self._ledger.record_digest(request)
         # Answers to calls the run in progress may still be emitting wait for it to end.
-        held = answers.held_for_run(self._visibility.admission_view(), request.tool_results)
-        now = [r for r in request.tool_results if r not in held]
+        now, held = answers.split_held(self._visibility.admission_view(), request.tool_results)
         acknowledged = self._batch.acknowledged(now, request.resume)
         self._intake.take(now, request.resume)
         # A regenerate or an edit: its tail is run again from that point, all of it.
@@ -240,7 +239,8 @@ class AgentThreadWorkflow:
         if request.metadata is not None:
             self._set_metadata(request.metadata)
         running = self._moment.run is not None
-        first = run_queue.interrupts(request) and running
+        # A run holding answers waits for the run whose calls they answer: it never stops it.
+        first = run_queue.interrupts(request) and running and not held
         if first:
             assert self._moment.run is not None
             self._moment.run.interrupt(rollback=request.multitask_strategy == "rollback")
@@ -253,7 +253,7 @@ class AgentThreadWorkflow:
             run_queue.queued_accepted(carry, request.run_id, running, acknowledged, end, logged)
         )
 
-    def _count_intake(self, request: RunRequest) -> None:
+    def _count_intake(self, request: RunRequest | ToolResultsRequest) -> None:
         """Add ``request`` to what this workflow task accepted (``admission.MAX_INTAKE_BYTES``;
         read by validators only, which never replay)."""
         task = workflow.info().get_current_history_length()
@@ -275,8 +275,8 @@ class AgentThreadWorkflow:
     @workflow.update(name=UPDATE_SUBMIT_TOOL_RESULTS)
     def submit_tool_results(self, request: ToolResultsRequest) -> ToolResultsAccepted:
         """Take in answers; when they complete the batch, queue the continuation run."""
-        held = answers.held_for_run(self._visibility.admission_view(), request.results)
-        now = [r for r in request.results if r not in held]
+        self._count_intake(request)
+        now, held = answers.split_held(self._visibility.admission_view(), request.results)
         acknowledged = self._batch.acknowledged(now, request.resume)
         accepted, run_id = self._intake.answered(now, request.resume, request, held)
         return ToolResultsAccepted(

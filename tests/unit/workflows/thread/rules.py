@@ -29,6 +29,7 @@ def view(
     deleting: bool = False,
     rolling_over: bool = False,
     history_full: bool = False,
+    intake_bytes: int = 0,
 ) -> AdmissionView:
     return AdmissionView(
         thread_id="t",
@@ -40,6 +41,7 @@ def view(
         deleting=deleting,
         rolling_over=rolling_over,
         history_full=history_full,
+        intake_bytes=intake_bytes,
     )
 
 

@@ -11,9 +11,7 @@ from durable_agui.core.contract import (
     ToolResult,
     ToolResultsRequest,
 )
-from durable_agui.workflows.thread import (
-    admission,
-)
+from durable_agui.workflows.thread import admission, answers
 from durable_agui.workflows.thread.admission import MAX_QUEUED_RUNS
 from durable_agui.workflows.thread.view import AdmissionView
 from tests.unit.workflows.thread.rules import message, refused, run, view, with_batch
@@ -143,3 +141,28 @@ def test_a_run_of_their_own_takes_a_new_run_id_and_room_in_the_queue() -> None:
     full = ThreadCarry(queue=[run(f"q{n}") for n in range(MAX_QUEUED_RUNS)])
     fresh = request.model_copy(update={"run_id": "rest-2"})
     assert refused(admission.check_tool_results, view(full, running="r1"), fresh) == "ThreadBusy"
+
+
+def test_answers_held_for_a_run_of_their_own_are_bounded_as_a_run_is() -> None:
+    """The holding run carries them whole: over ``MAX_RUN_BYTES`` it is refused before it is
+    taken, and several large bodies in one workflow task go in separate tasks."""
+    big = "x" * 500_000
+    request = ToolResultsRequest(
+        run_id="rest-1",
+        principal="alice",
+        results=[ToolResult(tool_call_id=f"f{n}", content=big) for n in range(4)],
+    )
+    assert refused(admission.check_tool_results, view(running="r1"), request) == "RequestTooLarge"
+    one = request.model_copy(update={"results": request.results[:1]})
+    admission.check_tool_results(view(running="r1"), one)
+    busy_task = view(running="r1", intake_bytes=admission.MAX_INTAKE_BYTES - 100_000)
+    assert refused(admission.check_tool_results, busy_task, one) == "ThreadRollingOver"
+
+
+def test_many_answers_are_split_into_held_and_judged_in_one_pass() -> None:
+    batch = with_batch(("f1", "frontend"))
+    results = [ToolResult(tool_call_id=f"x{n}") for n in range(5000)]
+    results.append(ToolResult(tool_call_id="f1", content="yes"))
+    now, held = answers.split_held(view(batch=batch, running="r1"), results)
+    assert [r.tool_call_id for r in now] == ["f1"] and len(held) == 5000
+    assert answers.split_held(view(batch=batch), results) == (results, [])
