@@ -6,7 +6,7 @@ This is the one package those three rooms share, one module per family of messag
 re-exported here: import from ``durable_agui.core.contract``. Everything here is a small
 pydantic model carried by ``temporalio.contrib.pydantic.pydantic_data_converter``; nothing here does I/O.
 
-Vocabulary (DESIGN.md glossary): a *wire id* is the ``toolCallId`` the client sees, a
+Vocabulary (docs/concepts/human-in-the-loop.md): a *wire id* is the ``toolCallId`` the client sees, a
 *native id* is Strands' ``toolUseId`` in the session store, the *placeholder* is the
 server-side stand-in result persisted while the client has the call.
 """
