@@ -138,7 +138,7 @@ async def why_closed(client: Client, workflow_id: str) -> str:
         return "the thread's workflow closed before this run ended (see the worker's log)"
     if event.HasField("workflow_execution_terminated_event_attributes"):
         reason = event.workflow_execution_terminated_event_attributes.reason or "no reason given"
-        return f"the thread's workflow was terminated before this run ran ({reason[:200]})"
+        return f"the thread's workflow was terminated before this run ended ({reason[:200]})"
     if event.HasField("workflow_execution_completed_event_attributes"):
         return "the thread was deleted or expired before this run ended"
     if event.HasField("workflow_execution_continued_as_new_event_attributes"):
