@@ -32,7 +32,7 @@ from durable_agui.core.contract import (
     ToolResultsRequest,
 )
 from durable_agui.workflows.bounds import shown
-from durable_agui.workflows.thread.answers import check_answers, split_held
+from durable_agui.workflows.thread.answers import check_answers, holding_run, split_held
 from durable_agui.workflows.thread.rewind import rewind_point
 from durable_agui.workflows.thread.view import AdmissionView
 
@@ -203,20 +203,13 @@ def _check_holding_run(
     """Admit the run that answers sent alone are held for (``answers.holding_run``): it
     queues behind the run in progress as any run does, and cannot stop it (that run's
     calls are what it answers)."""
-    strategy = request.multitask_strategy or "enqueue"
-    if strategy in ("interrupt", "rollback"):
+    holding = holding_run(view.agent, request, held, None)
+    if holding.multitask_strategy in ("interrupt", "rollback"):
         raise ApplicationError(
-            f"multitaskStrategy {strategy} would stop the run whose calls these answers are "
-            "for; send them with enqueue (the default) or reject",
+            f"multitaskStrategy {holding.multitask_strategy} would stop the run whose calls "
+            "these answers are for; send them with enqueue (the default) or reject",
             type=ErrorType.INVALID_REQUEST,
         )
-    holding = RunRequest(
-        run_id=request.run_id,
-        agent=view.agent,
-        principal=request.principal,
-        early_tool_results=held,
-        multitask_strategy=strategy,
-    )
     if view.knows_run(request.run_id):
         raise ApplicationError(
             f"runId {shown(request.run_id)} was already used in thread {view.thread_id!r}",
