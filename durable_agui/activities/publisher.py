@@ -114,6 +114,11 @@ class RunEventPublisher:
         entries = [LogEntry(e.run_id, e.data, e.key) for e in prelude]
         await asyncio.to_thread(self._append_entries, entries)
 
+    def publish_snapshot(self, event: BaseEvent, reference: CustomEvent) -> None:
+        """Publish a snapshot at once: in the event log as ``reference``, from which its
+        readers make it (``client/snapshot_refs``); on the workflow stream whole."""
+        self.publish(event if self._log is None else reference, flush_now=True)
+
     def fence(self, store: SessionStore, writer: Writer) -> None:
         """From now on, append only while ``writer`` holds the session."""
         self._fence = (store, writer)

@@ -10,6 +10,7 @@ from temporalio import activity
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_agui.activities.publisher import RunEventPublisher
+from durable_agui.client.snapshot_refs import messages_ref, refers_to
 from durable_agui.core.contract import STREAMED_MESSAGE_ID, TurnInput
 from durable_agui.core.event_log import read_thread
 from durable_agui.sessions import SessionStore
@@ -64,7 +65,7 @@ async def snapshot_if_stale(
     turn: TurnInput, store: SessionStore, session_id: str, start: int, events: RunEventPublisher
 ) -> None:
     """Publish ``MESSAGES_SNAPSHOT`` (the history before the turn, wire ids, then the run's
-    new user messages, ``prompt_id``) when the client's transcript is stale, or the run
+    new user messages, ``prompt_id``; in the event log, its reference) when the client's transcript is stale, or the run
     regenerates or edits (``turn.rewound``: the history changed under the client).
 
     On retry: the run's stream is read first; a snapshot an earlier attempt published is
@@ -85,7 +86,10 @@ async def snapshot_if_stale(
         return
     if activity.info().attempt > 1:
         logged = await events.logged()
-        if any(item.data["type"] == "MESSAGES_SNAPSHOT" for item in logged):
+        if any(
+            item.data["type"] == "MESSAGES_SNAPSHOT" or refers_to(item.data, "messages")
+            for item in logged
+        ):
             return
     prompt: list[Message] = [
         UserMessage.model_validate(
@@ -93,4 +97,6 @@ async def snapshot_if_stale(
         )
         for k, m in enumerate(turn.user_messages)
     ]
-    events.publish(MessagesSnapshotEvent(messages=history + prompt), flush_now=True)
+    events.publish_snapshot(
+        MessagesSnapshotEvent(messages=history + prompt), messages_ref(start, prompt)
+    )

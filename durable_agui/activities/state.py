@@ -18,11 +18,7 @@ from strands.agent.state import AgentState
 from strands.session.session_repository import SessionRepository
 from strands.types.session import SessionAgent
 
-from durable_agui.core.contract import AGENT_ID
-
-TURN_START_AGENT_ID = "turn-start-state"
-"""Strands agent id, in the thread's session, of the record holding the state a turn started
-from: ``{"start": <message count>, "state": {...}}``. No agent runs under it."""
+from durable_agui.core.contract import AGENT_ID, TURN_START_AGENT_ID
 
 
 def turn_start_state(
@@ -73,7 +69,7 @@ class StateEvents:
         self.state = AgentState(state)
         self._shown: dict[str, Any] = self.state.get()
 
-    def snapshot(self) -> BaseEvent:
+    def snapshot(self) -> StateSnapshotEvent:
         self._shown = self.state.get()
         return StateSnapshotEvent(snapshot=copy.deepcopy(self._shown))
 

@@ -29,6 +29,7 @@ from durable_agui.activities.turn_parts import (
 from durable_agui.activities.turn_run import TurnRun
 from durable_agui.agents import AgentRegistry, TurnContext
 from durable_agui.agents.models import build_model
+from durable_agui.client.snapshot_refs import state_ref
 from durable_agui.core.contract import (
     ErrorType,
     ReconcileOutput,
@@ -222,7 +223,8 @@ class TurnActivities:
                             turn.state,
                         )
                     )
-                    events.publish(shared.snapshot(), flush_now=True)
+                    started = shared.snapshot()
+                    events.publish_snapshot(started, state_ref(start, turn.state, started.snapshot))
                     attempt = TurnRun(
                         self._settings,
                         turn,

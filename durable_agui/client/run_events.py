@@ -24,6 +24,7 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.client.snapshot_refs import SnapshotRefs
 from durable_agui.core.contract import (
     ErrorType,
     RunAccepted,
@@ -131,13 +132,12 @@ class LogSource:
     the run's end. Each is sent once: the log's copy, under the same key, is skipped.
     """
 
-    def __init__(
-        self, log: EventLog, session_id: str, client: Client, workflow_id: str, since: int
-    ) -> None:
+    def __init__(self, log: EventLog, refs: SnapshotRefs, since: int) -> None:
         self.log = log
-        self.session_id = session_id
-        self.client = client
-        self.workflow_id = workflow_id
+        self.refs = refs
+        self.session_id = refs.session_id
+        self.client = refs.client
+        self.workflow_id = refs.workflow_id
         self.since = since
         self.seen: set[str] = set()
 
@@ -151,11 +151,13 @@ class LogSource:
         return fresh
 
     async def _read(self, run_id: str, offset: int) -> tuple[list[LoggedEvent], int]:
-        """The run's new events from ``offset``, and the offset to read on from."""
+        """The run's new events from ``offset`` (snapshots made from their references:
+        ``snapshot_refs``), and the offset to read on from."""
         page = await asyncio.to_thread(self.log.read, self.session_id, run_id, offset)
         if any(_waits_for_a_person(e) for e in page):
             await self._decided(run_id)
-        return self._new(page), (page[-1].offset + 1 if page else offset)
+        made = await self.refs.resolved(page)
+        return self._new(made), (page[-1].offset + 1 if page else offset)
 
     async def _decided(self, run_id: str) -> None:
         """Return once the thread's end of ``run_id`` is in its workflow history.
@@ -377,7 +379,7 @@ def run_source(
             "this thread keeps its events in the event log, and this API has none "
             "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
         )
-    return LogSource(log, session_id, client, workflow_id, since)
+    return LogSource(log, SnapshotRefs(settings, client, workflow_id, session_id), since)
 
 
 async def accepted_run(

@@ -26,7 +26,7 @@ from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage, SessionType
 
-from durable_agui.core.contract import AGENT_ID
+from durable_agui.core.contract import AGENT_ID, TURN_START_AGENT_ID
 
 T = TypeVar("T")
 
@@ -349,6 +349,18 @@ class SessionStore(ABC):
         """
         agent = CheckedRepository(self.repository()).read_agent(thread_id, AGENT_ID)
         return None if agent is None else agent.state
+
+    def turn_start(self, thread_id: str) -> tuple[int, dict[str, Any]] | None:
+        """The message count the thread's latest turn started at, and the state it started
+        from (``activities/state.turn_start_state`` records them); ``None`` before any.
+
+        Raises:
+            SessionStoreInconsistent: the record does not parse.
+        """
+        record = CheckedRepository(self.repository()).read_agent(thread_id, TURN_START_AGENT_ID)
+        if record is None or not isinstance(record.state.get("start"), int):
+            return None
+        return record.state["start"], dict(record.state.get("state") or {})
 
     def read_messages(self, thread_id: str, offset: int = 0) -> list[SessionMessage]:
         """The thread's stored messages from index ``offset``, oldest first, read-only (empty

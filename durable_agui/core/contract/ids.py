@@ -62,6 +62,11 @@ AGENT_ID = "default"
 """Strands ``agent_id`` of the thread's agent inside its session (one agent per thread)."""
 
 
+TURN_START_AGENT_ID = "turn-start-state"
+"""Strands agent id, in the thread's session, of the record holding the state a turn started
+from: ``{"start": <message count>, "state": {...}}``. No agent runs under it."""
+
+
 SEARCH_ATTRIBUTES = {
     "ThreadStatus": "Keyword",
     "AgentName": "Keyword",

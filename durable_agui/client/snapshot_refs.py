@@ -1,0 +1,153 @@
+"""Snapshots in the event log by reference: a run's log holds what the run adds.
+
+The rule (ours, issue "Each decision written once"): a turn starts its run with
+``STATE_SNAPSHOT`` (the whole shared state, up to ``max_thread_state_bytes``) and, when its
+client's transcript is stale or the run rewinds, ``MESSAGES_SNAPSHOT`` (the whole history).
+Appended whole, every run stored the conversation and the state again, so the log grew with
+the square of a thread: 12 runs of a 400 KB message left 71.6 MB, and each 300-byte "hi" on
+a thread whose state is full added 256 KB. So a turn appends to the event log a reference in
+their place, a ``CUSTOM`` event named ``SNAPSHOT_REF`` that carries only what the run
+itself brings (the turn's starting message count, the run's new user messages, the client's
+state keys, the digest of the state the turn started from), and the reader makes the
+snapshot from what the thread already stores when it sends the event (``SnapshotRefs``):
+
+- ``MESSAGES_SNAPSHOT``: the stored messages before the turn's start, under the thread's
+  wire ids as the thread knows them when read, then the run's new user messages. A history
+  rewound since (regenerate, edit) shows as it is then: a snapshot exists to make a client's
+  transcript the thread's.
+- ``STATE_SNAPSHOT``: the state the turn started from (the session's turn-start record,
+  ``activities/state.turn_start_state``, with the client's keys over it), checked against
+  the digest. Once a later turn replaced that record, the snapshot is the state stored now
+  and the run's ``STATE_DELTA`` events up to its next ``STATE_SNAPSHOT`` are left out: they
+  change a state this reader is not shown (a later read of an old run, rare: a live client,
+  and one resuming with ``Last-Event-ID``, read the turn's own).
+
+A reader sees AG-UI events only: the reference never leaves the API. The workflow stream
+(threads started without the event log) still carries snapshots whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ag_ui.core import CustomEvent, Message, MessagesSnapshotEvent, StateSnapshotEvent, UserMessage
+from temporalio.client import (
+    Client,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.service import RPCError
+
+from durable_agui.core.contract import ThreadState, digest, event_to_wire
+from durable_agui.core.event_log import read_thread
+from durable_agui.core.settings import Settings
+from durable_agui.event_store import LoggedEvent
+from durable_agui.sessions import session_store
+from durable_agui.translation.transcript import to_agui_messages
+
+SNAPSHOT_REF = "durable_agui.snapshot_ref"
+"""``CustomEvent.name`` of a snapshot reference in the event log (never sent to a client)."""
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """The fingerprint a state reference checks its state against (canonical JSON)."""
+    return digest(json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+def messages_ref(start: int, prompt: Sequence[Message]) -> CustomEvent:
+    """The reference to a turn's ``MESSAGES_SNAPSHOT``: the stored messages before ``start``,
+    then ``prompt`` (the run's new user messages, under their snapshot ids)."""
+    value = {
+        "of": "messages",
+        "start": start,
+        "prompt": [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in prompt],
+    }
+    return CustomEvent(name=SNAPSHOT_REF, value=value)
+
+
+def state_ref(start: int, client: dict[str, Any] | None, state: dict[str, Any]) -> CustomEvent:
+    """The reference to the ``STATE_SNAPSHOT`` of ``state``, which the turn starting at
+    message ``start`` made of its turn-start record and the client's keys ``client``."""
+    value = {"of": "state", "start": start, "client": client or {}, "digest": state_digest(state)}
+    return CustomEvent(name=SNAPSHOT_REF, value=value)
+
+
+def refers_to(data: dict[str, Any], of: str) -> bool:
+    """Whether the logged event ``data`` is a reference to a snapshot ``of`` ("messages",
+    "state")."""
+    if data.get("type") != "CUSTOM" or data.get("name") != SNAPSHOT_REF:
+        return False
+    value = data.get("value")
+    return isinstance(value, dict) and value.get("of") == of
+
+
+class SnapshotRefs:
+    """One reader's snapshots made from their references (the module's rule).
+
+    Raises what the session store raises (``STORE_ERRORS``: the reader treats it as the log
+    away, and reads the same events again).
+    """
+
+    def __init__(self, settings: Settings, client: Client, workflow_id: str, session_id: str):
+        self.settings = settings
+        self.client = client
+        self.workflow_id = workflow_id
+        self.session_id = session_id
+        self.deltas_void = False
+
+    async def resolved(self, events: list[LoggedEvent]) -> list[LoggedEvent]:
+        """``events`` with each reference replaced by its snapshot, and the deltas of a state
+        this reader is not shown left out."""
+        made: list[LoggedEvent] = []
+        for event in events:
+            kind = event.data.get("type")
+            if refers_to(event.data, "messages"):
+                event = replace(event, data=await self._messages(event.data["value"]))
+            elif refers_to(event.data, "state"):
+                event = replace(event, data=await self._state(event.data["value"]))
+            elif kind == "STATE_SNAPSHOT":
+                self.deltas_void = False
+            elif kind == "STATE_DELTA" and self.deltas_void:
+                continue
+            made.append(event)
+        return made
+
+    async def _messages(self, ref: dict[str, Any]) -> dict[str, Any]:
+        thread = await self._thread()
+        stored = await asyncio.to_thread(
+            session_store(self.settings).read_messages, self.session_id
+        )
+        wire_ids = {} if thread is None else thread.tool_call_ids
+        pending = set() if thread is None else {c.native_id for c in thread.pending_tool_calls}
+        history = to_agui_messages(
+            stored[: ref["start"]],
+            {native: wire for wire, native in wire_ids.items()},
+            pending,
+            None if thread is None else thread.decisions,
+        )
+        prompt: list[Message] = [UserMessage.model_validate(m) for m in ref["prompt"]]
+        return event_to_wire(MessagesSnapshotEvent(messages=history + prompt))
+
+    async def _state(self, ref: dict[str, Any]) -> dict[str, Any]:
+        store = session_store(self.settings)
+        start = await asyncio.to_thread(store.turn_start, self.session_id)
+        if start is not None and start[0] == ref["start"]:
+            state = {**start[1], **ref["client"]}
+            if state_digest(state) == ref["digest"]:
+                self.deltas_void = False
+                return event_to_wire(StateSnapshotEvent(snapshot=state))
+        self.deltas_void = True
+        now = await asyncio.to_thread(store.agent_state, self.session_id)
+        return event_to_wire(StateSnapshotEvent(snapshot=now or {}))
+
+    async def _thread(self) -> ThreadState | None:
+        """The thread's bookkeeping (its id map), or ``None`` when it cannot be read (gone):
+        the snapshot then shows native ids, as a transcript of calls it forgot does."""
+        try:
+            return await read_thread(self.client.get_workflow_handle(self.workflow_id), None)
+        except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            return None
