@@ -49,8 +49,8 @@ from temporalio.worker import Worker
 
 from bench.services import FloorWorker, Target
 from durable_agui.cli.serve import observed, worker_options
+from durable_agui.client.temporal import API_RETRY, connect
 from durable_agui.core.settings import Settings
-from durable_agui.core.temporal import API_RETRY, connect
 
 TURN_TIMEOUT = timedelta(seconds=30)
 POLL_TIMEOUT_S = 90.0

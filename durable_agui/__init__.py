@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from durable_agui.agents.offline_model import OfflineModel
     from durable_agui.api.app import add_error_handlers, create_app, create_router
     from durable_agui.api.body_check import RequestBodyCheck
+    from durable_agui.client.temporal import connect
     from durable_agui.core.settings import Settings, get_settings
-    from durable_agui.core.temporal import connect
     from durable_agui.telemetry import Telemetry, start_telemetry
     from durable_agui.worker import (
         ThreadWorkers,
@@ -74,7 +74,7 @@ _PUBLIC = {
     "RequestBodyCheck": "durable_agui.api.body_check",
     "Settings": "durable_agui.core.settings",
     "get_settings": "durable_agui.core.settings",
-    "connect": "durable_agui.core.temporal",
+    "connect": "durable_agui.client.temporal",
     "Telemetry": "durable_agui.telemetry",
     "start_telemetry": "durable_agui.telemetry",
     "ThreadWorkers": "durable_agui.worker",

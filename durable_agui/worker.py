@@ -28,9 +28,9 @@ from durable_agui.activities.scheduled import ScheduledRunActivities
 from durable_agui.activities.telemetry import ActivityTelemetry
 from durable_agui.activities.webhook import WebhookActivities
 from durable_agui.agents.registry import AgentRegistry, AgentsArgument, agent_registry
+from durable_agui.client.temporal import connect
 from durable_agui.core.agent_queues import agent_task_queue
 from durable_agui.core.settings import Settings, get_settings
-from durable_agui.core.temporal import connect
 from durable_agui.event_store import event_log
 from durable_agui.event_store.retention import EventPruner
 from durable_agui.workflows import AgentThreadWorkflow

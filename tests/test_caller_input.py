@@ -203,9 +203,12 @@ async def test_a_burst_of_large_signals_leaves_the_waiting_approval_answerable_o
 @pytest.fixture(scope="module")
 def small_history_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A worker and an API on a Temporal server that suggests continue-as-new at 1 MB of
-    history and terminates a workflow at 8 MB (its defaults: 4 MB and 50 MB)."""
+    history and terminates a workflow at 8 MB (its defaults: 4 MB and 50 MB), with every
+    payload in the history (``DURABLE_AGUI_STORED_PAYLOAD_BYTES=0``): long messages fill it,
+    as they do where payloads are not stored beside the sessions."""
     cluster = Cluster(
         tmp_path_factory.mktemp("small-history"),
+        env={"DURABLE_AGUI_STORED_PAYLOAD_BYTES": "0"},
         dynamic_config={
             "limit.historySize.suggestContinueAsNew": "1000000",
             "limit.historySize.error": "8000000",

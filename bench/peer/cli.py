@@ -4,7 +4,8 @@ Runs ``langgraph dev`` from ``--venv`` as it comes (one run at a time: ``langgra
 passes ``N_JOBS_PER_WORKER=1`` when ``--n-jobs-per-worker`` is not given), then with each
 ``--tuned`` set of flags; on each, the sequential round trips and the closed loops, and on the
 first, the crash check. ``--ours`` adds our stack (``bench.services.OurStack``, the offline
-model at zero latency) to the same table. Prints the markdown table and writes JSON.
+model at zero latency) to the same table; ``--ours-only`` measures our stack alone (no
+``--venv``), for an A/B of two versions of ours. Prints the markdown table and writes JSON.
 Exits 1 on a wrong answer, 2 on bad arguments.
 """
 
@@ -87,7 +88,7 @@ class Measured:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.peer", description=__doc__)
-    parser.add_argument("--venv", required=True, help="the venv with langgraph-cli[inmem]")
+    parser.add_argument("--venv", help="the venv with langgraph-cli[inmem]")
     parser.add_argument("--seconds", type=float, default=30.0, help="per closed loop")
     parser.add_argument("--clients", default="20,50", help="closed loops' client counts")
     parser.add_argument("--iterations", type=int, default=20, help="sequential round trips")
@@ -100,6 +101,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         f"(default: {' and '.join(repr(t) for t in TUNED)}; '' for none)",
     )
     parser.add_argument("--ours", action="store_true", help="add our stack at zero latency")
+    parser.add_argument(
+        "--ours-only", action="store_true", help="our stack alone (no --venv): an A/B of ours"
+    )
     parser.add_argument("--no-crash", action="store_true", help="skip the kill -9 check")
     parser.add_argument("--out", default="test-output/bench-peer.json")
     parser.add_argument("--workdir", default=None, help="keep logs and data here")
@@ -109,7 +113,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.client_counts = [int(n) for n in args.clients.split(",")]
     except ValueError:
         parser.error(f"--clients takes numbers separated by commas, got {args.clients!r}")
-    if not (Path(args.venv) / "bin" / "langgraph").exists():
+    if args.ours_only:
+        args.ours, args.no_crash, args.tuned = True, True, []
+    elif not args.venv or not (Path(args.venv) / "bin" / "langgraph").exists():
         parser.error(f"{args.venv}/bin/langgraph not found: pip install 'langgraph-cli[inmem]'")
     return args
 
@@ -185,8 +191,10 @@ async def _run(
     args: argparse.Namespace, folder: Path
 ) -> tuple[list[Measured], list[dict[str, Any]]]:
     measured: list[Measured] = []
-    default, crashes = await _peer(args, folder / "peer-default", [], crash=not args.no_crash)
-    measured.append(default)
+    crashes: list[dict[str, Any]] = []
+    if not args.ours_only:
+        default, crashes = await _peer(args, folder / "peer-default", [], crash=not args.no_crash)
+        measured.append(default)
     for index, flags in enumerate(args.tuned):
         folder_n = folder / f"peer-tuned-{index + 1}"
         measured.append((await _peer(args, folder_n, shlex.split(flags), crash=False))[0])
@@ -237,7 +245,7 @@ def crash_lines(crashes: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = _parse(argv)
     command = "python -m bench.peer " + shlex.join(sys.argv[1:] if argv is None else argv)
-    peer_versions = versions(Path(args.venv))
+    peer_versions = {} if args.ours_only else versions(Path(args.venv))
     before, started = machine(), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-peer-") as temporary:
         try:

@@ -78,9 +78,9 @@ async def snapshot_if_stale(
     else:
         tool_call_ids, pending = await _ids_from_thread()
     stored = await asyncio.to_thread(store.read_messages, session_id)
-    history = to_agui_messages(
-        stored[:start], {native: wire for wire, native in tool_call_ids.items()}, pending
-    )
+    stored = stored[:start]
+    wire_ids = {native: wire for wire, native in tool_call_ids.items()}
+    history = to_agui_messages(stored, wire_ids, pending)
     stale = transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id)
     if not stale and not turn.rewound:
         return
@@ -97,6 +97,12 @@ async def snapshot_if_stale(
         )
         for k, m in enumerate(turn.user_messages)
     ]
+    shown = {
+        b["toolUse"]["toolUseId"] for m in stored for b in m.message["content"] if "toolUse" in b
+    }
     events.publish_snapshot(
-        MessagesSnapshotEvent(messages=history + prompt), messages_ref(start, prompt)
+        MessagesSnapshotEvent(messages=history + prompt),
+        messages_ref(
+            start, prompt, {n: w for n, w in wire_ids.items() if n in shown}, pending & shown
+        ),
     )

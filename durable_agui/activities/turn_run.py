@@ -47,6 +47,7 @@ from durable_agui.core.settings import Settings
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent, session_store
 from durable_agui.telemetry.tracing import ATTRIBUTE_AGENT, ATTRIBUTE_RUN_ID, ATTRIBUTE_THREAD_ID
 from durable_agui.translation import TurnTranslator, tool_result_block
+from durable_agui.translation.tool_results import is_placeholder
 
 logger = logging.getLogger(__name__)
 
@@ -199,8 +200,13 @@ async def stop_if_cancelled(event: AfterToolsEvent) -> None:
 
     Asks the thread itself rather than relying on the cancellation a heartbeat delivers:
     heartbeats are throttled, so a cancel that came while a tool ran could otherwise arrive
-    after the model was called again.
+    after the model was called again. Not asked when a call of the batch was handed over
+    (its result is the placeholder): the turn stops there anyway, and the thread judges a
+    cancel by its own record (a read, and a workflow task, saved on every turn that waits
+    for a person).
     """
+    if any(is_placeholder(b["toolResult"]) for b in event.message["content"] if "toolResult" in b):
+        return
     handle = activity.client().get_workflow_handle(activity.info().workflow_id or "")
     try:
         cancelled = (await read_thread(handle, None)).cancel_requested

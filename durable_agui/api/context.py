@@ -14,8 +14,8 @@ from temporalio.client import Client
 
 from durable_agui.agents import AgentRegistry
 from durable_agui.api.agent_workers import AgentWorkers
+from durable_agui.client.temporal import API_RETRY, connect
 from durable_agui.core.settings import Settings
-from durable_agui.core.temporal import API_RETRY, connect
 from durable_agui.telemetry import started_telemetry
 
 

@@ -11,6 +11,7 @@ import json
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agui.client.temporal import connect
 from durable_agui.core.contract import (
     AGENT_NAME,
     ANONYMOUS,
@@ -24,7 +25,6 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.event_log import read_thread
 from durable_agui.core.settings import Settings
-from durable_agui.core.temporal import connect
 from durable_agui.core.visibility import visibility_query
 from durable_agui.sessions import session_store
 from durable_agui.translation import thread_transcript, workflow_ui_url

@@ -24,8 +24,8 @@ from durable_agui.api.auth import check_auth_settings
 from durable_agui.cli.devserver import DevServer
 from durable_agui.cli.inspect import store_location
 from durable_agui.cli.lifecycle import CommandFailed, Stopping, one_line, until_stopped
+from durable_agui.client.temporal import API_RETRY, connect
 from durable_agui.core.settings import Settings
-from durable_agui.core.temporal import API_RETRY, connect
 from durable_agui.event_store import event_log
 from durable_agui.sessions import session_store
 from durable_agui.telemetry import Telemetry, start_telemetry

@@ -132,12 +132,14 @@ class LogSource:
     the run's end. Each is sent once: the log's copy, under the same key, is skipped.
     """
 
-    def __init__(self, log: EventLog, refs: SnapshotRefs, since: int) -> None:
+    def __init__(
+        self, log: EventLog, client: Client, workflow_id: str, refs: SnapshotRefs, since: int
+    ) -> None:
         self.log = log
         self.refs = refs
         self.session_id = refs.session_id
-        self.client = refs.client
-        self.workflow_id = refs.workflow_id
+        self.client = client
+        self.workflow_id = workflow_id
         self.since = since
         self.seen: set[str] = set()
 
@@ -379,7 +381,7 @@ def run_source(
             "this thread keeps its events in the event log, and this API has none "
             "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
         )
-    return LogSource(log, SnapshotRefs(settings, client, workflow_id, session_id), since)
+    return LogSource(log, client, workflow_id, SnapshotRefs(settings, session_id), since)
 
 
 async def accepted_run(

@@ -11,8 +11,9 @@ itself brings (the turn's starting message count, the run's new user messages, t
 state keys, the digest of the state the turn started from), and the reader makes the
 snapshot from what the thread already stores when it sends the event (``SnapshotRefs``):
 
-- ``MESSAGES_SNAPSHOT``: the stored messages before the turn's start, under the thread's
-  wire ids as the thread knows them when read, then the run's new user messages. A history
+- ``MESSAGES_SNAPSHOT``: the stored messages before the turn's start, under the wire ids
+  the reference names (the thread's, for the calls before the turn: the reader needs no
+  read of the thread), then the run's new user messages. A history
   rewound since (regenerate, edit) shows as it is then: a snapshot exists to make a client's
   transcript the thread's.
 - ``STATE_SNAPSHOT``: the state the turn started from (the session's turn-start record,
@@ -35,15 +36,8 @@ from dataclasses import replace
 from typing import Any
 
 from ag_ui.core import CustomEvent, Message, MessagesSnapshotEvent, StateSnapshotEvent, UserMessage
-from temporalio.client import (
-    Client,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
-from temporalio.service import RPCError
 
-from durable_agui.core.contract import ThreadState, digest, event_to_wire
-from durable_agui.core.event_log import read_thread
+from durable_agui.core.contract import digest, event_to_wire
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import LoggedEvent
 from durable_agui.sessions import session_store
@@ -58,13 +52,19 @@ def state_digest(state: dict[str, Any]) -> str:
     return digest(json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
-def messages_ref(start: int, prompt: Sequence[Message]) -> CustomEvent:
-    """The reference to a turn's ``MESSAGES_SNAPSHOT``: the stored messages before ``start``,
-    then ``prompt`` (the run's new user messages, under their snapshot ids)."""
+def messages_ref(
+    start: int, prompt: Sequence[Message], wire_ids: dict[str, str], pending: set[str]
+) -> CustomEvent:
+    """The reference to a turn's ``MESSAGES_SNAPSHOT``: the stored messages before ``start``
+    (their calls under ``wire_ids``, native -> wire; the results of the ``pending`` native
+    ids left out), then ``prompt`` (the run's new user messages, under their snapshot ids).
+    Give the ids of the calls before ``start`` only."""
     value = {
         "of": "messages",
         "start": start,
         "prompt": [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in prompt],
+        "wireIds": wire_ids,
+        "pending": sorted(pending),
     }
     return CustomEvent(name=SNAPSHOT_REF, value=value)
 
@@ -86,16 +86,15 @@ def refers_to(data: dict[str, Any], of: str) -> bool:
 
 
 class SnapshotRefs:
-    """One reader's snapshots made from their references (the module's rule).
+    """One reader's snapshots made from their references (the module's rule), from the
+    session of thread ``session_id``.
 
     Raises what the session store raises (``STORE_ERRORS``: the reader treats it as the log
     away, and reads the same events again).
     """
 
-    def __init__(self, settings: Settings, client: Client, workflow_id: str, session_id: str):
+    def __init__(self, settings: Settings, session_id: str) -> None:
         self.settings = settings
-        self.client = client
-        self.workflow_id = workflow_id
         self.session_id = session_id
         self.deltas_void = False
 
@@ -117,18 +116,9 @@ class SnapshotRefs:
         return made
 
     async def _messages(self, ref: dict[str, Any]) -> dict[str, Any]:
-        thread = await self._thread()
-        stored = await asyncio.to_thread(
-            session_store(self.settings).read_messages, self.session_id
-        )
-        wire_ids = {} if thread is None else thread.tool_call_ids
-        pending = set() if thread is None else {c.native_id for c in thread.pending_tool_calls}
-        history = to_agui_messages(
-            stored[: ref["start"]],
-            {native: wire for wire, native in wire_ids.items()},
-            pending,
-            None if thread is None else thread.decisions,
-        )
+        store = session_store(self.settings)
+        stored = await asyncio.to_thread(store.read_messages, self.session_id)
+        history = to_agui_messages(stored[: ref["start"]], ref["wireIds"], set(ref["pending"]))
         prompt: list[Message] = [UserMessage.model_validate(m) for m in ref["prompt"]]
         return event_to_wire(MessagesSnapshotEvent(messages=history + prompt))
 
@@ -143,11 +133,3 @@ class SnapshotRefs:
         self.deltas_void = True
         now = await asyncio.to_thread(store.agent_state, self.session_id)
         return event_to_wire(StateSnapshotEvent(snapshot=now or {}))
-
-    async def _thread(self) -> ThreadState | None:
-        """The thread's bookkeeping (its id map), or ``None`` when it cannot be read (gone):
-        the snapshot then shows native ids, as a transcript of calls it forgot does."""
-        try:
-            return await read_thread(self.client.get_workflow_handle(self.workflow_id), None)
-        except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            return None

@@ -94,7 +94,8 @@ def codec_for(settings: Settings) -> EncryptionCodec | None:
 def data_converter_for(settings: Settings) -> DataConverter:
     """The pydantic data converter, with the encryption codec when a key is configured.
 
-    Use the same one on the API, the workers, the replayer and test environments.
+    ``client.temporal.data_converter`` adds the storage of large payloads: processes use
+    that one.
     """
     if not settings.payload_encryption_key:
         return pydantic_data_converter

@@ -153,6 +153,13 @@ class Settings(BaseSettings):
     thread takes no new run until its queue has drained. Applies to threads started
     afterwards."""
 
+    stored_payload_bytes: int = Field(default=32_768, ge=0, le=2_000_000)
+    """Temporal payloads of at least this many bytes (a run's request carrying a long
+    message, the turn input that passes it on, a large state) are stored once in the
+    session store, and the thread's history holds a reference (Temporal's external storage,
+    ``sessions/payloads.py``); 0 keeps every payload in the history. Every process that
+    talks to Temporal reads references whatever this says."""
+
     search_attributes: bool = True
     """Threads keep the ``ThreadStatus``, ``AgentName`` and ``PendingToolCalls`` search
     attributes current. ``durable-agui dev`` registers them; on another server register

@@ -60,13 +60,15 @@ class FileSessionStore(SessionStore):
         return str(self.sessions_dir)
 
     def snapshot(self) -> dict[str, Any]:
-        """Every file under ``sessions_dir``, writer records and the event log aside: path ->
-        bytes."""
+        """Every file under ``sessions_dir``, writer records, the event log and stored
+        payloads aside: path -> bytes."""
         files = sorted(self.sessions_dir.rglob("*"))
         return {
             str(path): path.read_bytes()
             for path in files
-            if path.is_file() and path.parent.name != WRITERS and not path.name.startswith(".")
+            if path.is_file()
+            and path.parent.name != WRITERS
+            and not any(p.startswith(".") for p in path.relative_to(self.sessions_dir).parts)
         }
 
     def _writer_path(self, thread_id: str) -> Path:

@@ -16,9 +16,11 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    Double,
     Engine,
     ForeignKeyConstraint,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
@@ -71,6 +73,15 @@ writer_table = Table(
     Column("since_us", BigInteger, nullable=False),
     Column("name", Text, nullable=False),
 )
+
+payload_table = Table(
+    "durable_agui_payload",
+    metadata,
+    Column("sha256", Text, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    Column("stored_at", Double, nullable=False),
+)
+"""Temporal payloads a thread's history refers to (``sessions/payloads.py``), by SHA-256."""
 
 VERSION_TABLE = "durable_agui_schema_version"
 _MIGRATION_LOCK = 0x64_75_72_61  # pg_advisory_xact_lock key: one migrator at a time

@@ -21,6 +21,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Link, Span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider, create_tracer_provider
@@ -78,7 +79,8 @@ def configure_tracing(service_name: str, *, trace_content: bool) -> ReplaySafeTr
     """Install the process's tracer provider: Temporal's replay-safe one (workflow spans
     are not exported again when a thread replays), exporting by OTLP when
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set,
-    nothing otherwise; spans still carry trace ids into log lines. The standard variables
+    nothing otherwise: then spans are not recorded (``ALWAYS_OFF``, unless
+    ``OTEL_TRACES_SAMPLER`` names a sampler) and still carry trace ids into log lines. The standard variables
     apply (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``,
     ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_BSP_*``; ``OTEL_SDK_DISABLED=true`` or
     ``OTEL_TRACES_EXPORTER=none`` export nothing).
@@ -97,12 +99,15 @@ def configure_tracing(service_name: str, *, trace_content: bool) -> ReplaySafeTr
         _env("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT") or _env("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
     ):
         limits = SpanLimits(max_attribute_length=MAX_ATTRIBUTE_LENGTH)
+    exporter = _otlp_exporter()
     provider = create_tracer_provider(
+        # Nothing exports: spans are not recorded (no attributes, no processors), yet each
+        # still has its ids, which log lines and Temporal's headers carry.
+        sampler=None if exporter is not None or _env("OTEL_TRACES_SAMPLER") else ALWAYS_OFF,
         resource=Resource.create({"service.name": service_name}),
         shutdown_on_exit=False,  # shut down by the serving command, flushing what is left
         span_limits=limits,
     )
-    exporter = _otlp_exporter()
     if exporter is not None:
         batched = BatchSpanProcessor(exporter)
         provider.add_span_processor(batched if trace_content else _Redacting(batched))

@@ -19,7 +19,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 from durable_agui.agents.definition import AgentDefinition
 from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.app import create_app
-from durable_agui.core.codec import data_converter_for
+from durable_agui.client.temporal import data_converter
 from durable_agui.core.settings import Settings
 from durable_agui.testing.client import AgentTestClient
 from durable_agui.testing.server_binary import find_test_server
@@ -115,7 +115,7 @@ class AgentTestEnvironment(AgentTestClient):
             registry = agent_registry(self._agents, self.settings.agents)
             self.temporal = await WorkflowEnvironment.start_time_skipping(
                 test_server_existing_path=str(find_test_server()),
-                data_converter=data_converter_for(self.settings),
+                data_converter=data_converter(self.settings),
                 runtime=quiet_runtime(),
             )
             stack.push_async_callback(self.temporal.shutdown)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 
 def test_a_reference_is_a_custom_event_that_names_what_it_refers_to() -> None:
     prompt = [UserMessage(id="m4", role="user", content="hello")]
-    messages = event_to_wire(messages_ref(4, prompt))
+    messages = event_to_wire(messages_ref(4, prompt, {"tooluse_1": "call_1"}, set()))
     state = event_to_wire(state_ref(4, {"k": 1}, {"k": 1, "stored": True}))
     assert event_from_wire(messages).type == "CUSTOM"  # an API that does not resolve it
     assert refers_to(messages, "messages") and not refers_to(messages, "state")
@@ -24,6 +24,7 @@ def test_a_reference_is_a_custom_event_that_names_what_it_refers_to() -> None:
     assert not refers_to({"type": "CUSTOM", "name": "turn_retried", "value": {}}, "state")
     assert not refers_to({"type": "CUSTOM", "name": messages["name"], "value": "x"}, "state")
     assert messages["value"]["prompt"] == [{"id": "m4", "role": "user", "content": "hello"}]
+    assert messages["value"]["wireIds"] == {"tooluse_1": "call_1"}
 
 
 def test_a_state_reference_holds_the_clients_keys_and_a_digest_not_the_state() -> None:

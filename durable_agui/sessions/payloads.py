@@ -1,0 +1,173 @@
+"""Large Temporal payloads stored once, beside the sessions: a thread's history holds a
+reference to them.
+
+The rule (ours, issue "Each decision written once"): every payload Temporal records is in
+the thread's history, so a 400 KB message was recorded twice per run (the run's request,
+then the turn's input that passes it on), 800 KB a run, and a thread continued as new every
+few runs by size. A payload of at least ``Settings.stored_payload_bytes`` is stored here
+instead, under its SHA-256, and the history holds a reference of about 150 bytes. The
+mechanism is Temporal's own external storage (``temporalio.converter.ExternalStorage``,
+SDK 1.35: the data converter stores and retrieves, after the codec, so an encrypted
+payload is stored encrypted); this module is its driver over the session store:
+
+- ``file``: ``<sessions>/.payloads/<sha256>``, written to a temporary file and renamed;
+- ``postgres``: the ``durable_agui_payload`` table (migration 0007);
+- ``s3``: ``<prefix>/.payloads/<sha256>`` objects.
+
+A payload is never rewritten or deleted (a history may refer to it for as long as Temporal
+keeps it). Retrieval checks the SHA-256: a payload changed in the store is refused
+(``StoredPayloadInvalid``), and a missing one too; the workflow task or activity that needs
+it fails, and Temporal retries it, as it does while the store is away. So the store is as
+essential to a thread as its session already is: keep them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+
+from sqlalchemy.dialects.postgresql import insert
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    ExternalStorage,
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
+
+from durable_agui.core.settings import Settings
+from durable_agui.sessions.factory import session_store
+from durable_agui.sessions.file import FileSessionStore
+from durable_agui.sessions.s3 import S3SessionStore
+from durable_agui.sessions.store import SessionStore
+
+DRIVER_NAME = "durable-agui-session-store"
+"""The driver's name in every reference (Temporal looks the driver up by it)."""
+PAYLOADS = ".payloads"
+"""The folder (``file``) or key prefix (``s3``) of stored payloads."""
+NEVER = 2**62
+"""The threshold of a process told to store nothing (it still reads references)."""
+
+
+class StoredPayloadInvalid(Exception):
+    """A payload a history refers to is missing from the store, or is not the one it
+    stored (its SHA-256 differs): the store was changed under the thread."""
+
+
+class SessionStorePayloads(StorageDriver):
+    """Temporal's storage driver over the process's session store (the module's rule)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def name(self) -> str:
+        return DRIVER_NAME
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        store = session_store(self._settings)
+        claims = []
+        for payload in payloads:
+            data = payload.SerializeToString(deterministic=True)
+            sha256 = hashlib.sha256(data).hexdigest()
+            await asyncio.to_thread(put, store, sha256, data)
+            claims.append(StorageDriverClaim(claim_data={"sha256": sha256}))
+        return claims
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        store = session_store(self._settings)
+        payloads = []
+        for claim in claims:
+            sha256 = claim.claim_data.get("sha256", "")
+            data = await asyncio.to_thread(get, store, sha256)
+            if data is None:
+                raise StoredPayloadInvalid(f"stored payload {sha256} is missing")
+            if hashlib.sha256(data).hexdigest() != sha256:
+                raise StoredPayloadInvalid(f"stored payload {sha256} was changed")
+            payloads.append(Payload.FromString(data))
+        return payloads
+
+
+def payload_storage(settings: Settings) -> ExternalStorage:
+    """Temporal's external storage for this process: payloads of at least
+    ``settings.stored_payload_bytes`` stored (none when it is 0), references always read."""
+    threshold = settings.stored_payload_bytes or NEVER
+    return ExternalStorage(
+        drivers=[SessionStorePayloads(settings)], payload_size_threshold=threshold
+    )
+
+
+def put(store: SessionStore, sha256: str, data: bytes) -> None:
+    """Store ``data`` under ``sha256`` (nothing when it is there already). Blocking.
+
+    Raises:
+        What the store raises (``STORE_ERRORS``, ``OSError``).
+    """
+    if isinstance(store, FileSessionStore):
+        folder = store.sessions_dir / PAYLOADS
+        path = folder / sha256
+        if path.exists():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.replace(temporary, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+    elif isinstance(store, S3SessionStore):
+        store.client.put_object(Bucket=store.bucket, Key=_s3_key(store, sha256), Body=data)
+    else:
+        from durable_agui.sessions.postgres import PostgresSessionStore
+        from durable_agui.sessions.postgres_schema import payload_table
+
+        assert isinstance(store, PostgresSessionStore)
+        row = {"sha256": sha256, "data": data, "stored_at": time.time()}
+        with store.engine.begin() as connection:
+            connection.execute(insert(payload_table).values(row).on_conflict_do_nothing())
+
+
+def get(store: SessionStore, sha256: str) -> bytes | None:
+    """The payload stored under ``sha256``, or ``None``. Blocking."""
+    if isinstance(store, FileSessionStore):
+        if len(sha256) != 64 or not sha256.isalnum():
+            return None  # a claim from elsewhere: never a path
+        try:
+            return (store.sessions_dir / PAYLOADS / sha256).read_bytes()
+        except FileNotFoundError:
+            return None
+    if isinstance(store, S3SessionStore):
+        client = store.client
+        try:
+            found = client.get_object(Bucket=store.bucket, Key=_s3_key(store, sha256))
+        except client.exceptions.NoSuchKey:
+            return None
+        body: bytes = found["Body"].read()
+        return body
+    from durable_agui.sessions.postgres import PostgresSessionStore
+    from durable_agui.sessions.postgres_schema import payload_table
+
+    assert isinstance(store, PostgresSessionStore)
+    with store.engine.connect() as connection:
+        data = connection.execute(
+            payload_table.select()
+            .with_only_columns(payload_table.c.data)
+            .where(payload_table.c.sha256 == sha256)
+        ).scalar_one_or_none()
+    return None if data is None else bytes(data)
+
+
+def _s3_key(store: S3SessionStore, sha256: str) -> str:
+    prefix = store.prefix.strip("/")
+    return f"{prefix}/{PAYLOADS}/{sha256}" if prefix else f"{PAYLOADS}/{sha256}"

@@ -1,0 +1,84 @@
+"""Large Temporal payloads are stored beside the sessions and histories hold references
+(``durable_agui/sessions/payloads.py``): on every store, a payload comes back as stored or
+not at all; through real processes, runs of 400 KB messages keep the thread's history small
+and its workflow run whole, and a fresh worker replays it from the store."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import cast
+
+import httpx
+import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
+from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
+from temporalio.converter import StorageDriverStoreContext as StoreContext
+
+from durable_agui.core.contract import workflow_id_for
+from durable_agui.core.settings import Settings
+from durable_agui.sessions import session_store
+from durable_agui.sessions.payloads import SessionStorePayloads, StoredPayloadInvalid, put
+from tests.stack import Cluster, StoreKind, store_env, store_of
+from tests.support import post_run, run_input
+
+
+@pytest.fixture(params=["file", "postgres", "s3"])
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    env = store_env(request, request.param)
+    store_of(env, tmp_path).prepare()
+    return Settings(
+        data_dir=tmp_path,
+        session_store=cast(StoreKind, env.get("DURABLE_AGUI_SESSION_STORE", "file")),
+        postgres_url=env.get("DURABLE_AGUI_POSTGRES_URL"),
+        s3_bucket=env.get("DURABLE_AGUI_S3_BUCKET"),
+        s3_endpoint_url=env.get("DURABLE_AGUI_S3_ENDPOINT_URL"),
+    )
+
+
+async def test_a_stored_payload_comes_back_as_stored_or_not_at_all(settings: Settings) -> None:
+    """Stored twice, it is there once and reads back whole; a payload under another's
+    SHA-256 (changed in the store) and a missing one are refused by name."""
+    driver = SessionStorePayloads(settings)
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 50_000 + b'"')
+    first = await driver.store(StoreContext(), [payload])
+    again = await driver.store(StoreContext(), [payload])
+    assert first == again
+    assert await driver.retrieve(StorageDriverRetrieveContext(), first) == [payload]
+    forged = hashlib.sha256(b"what the history stored").hexdigest()
+    put(session_store(settings), forged, payload.SerializeToString())
+    for claim, says in ((forged, "was changed"), ("0" * 64, "is missing")):
+        with pytest.raises(StoredPayloadInvalid, match=says):
+            await driver.retrieve(
+                StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data={"sha256": claim})]
+            )
+
+
+async def test_runs_of_400_kb_messages_keep_the_history_small_and_replay_from_the_store(
+    cluster: Cluster,
+) -> None:
+    """Six runs of a 400 KB message: each adds a few KB of history (it was 800 KB: the
+    request and the turn's input), so the thread stays in one workflow run (it continued
+    as new every five). A new worker, after the first is killed, replays that history from
+    the store and runs a seventh."""
+    cluster.start_worker("w1")
+    url = cluster.start_api("api")
+    client = await Client.connect(cluster.server.address)
+    handle = client.get_workflow_handle(workflow_id_for("big"))
+    sizes = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        for n in range(7):
+            if n == 6:
+                cluster.kill("w1")
+                cluster.start_worker("w2")
+            user = {"id": f"u{n}", "role": "user", "content": f"m{n} " + "x" * 400_000}
+            status, events = await post_run(http, "demo", run_input("big", f"r{n}", [user], []))
+            assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+            history = await handle.fetch_history()
+            sizes.append(sum(event.ByteSize() for event in history.events))
+        runs = [e async for e in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 1, runs  # no continue-as-new
+    assert sizes[-1] < 7 * 16_000, sizes
+    stored = cluster.store.stored_messages("big")
+    assert [m["content"][0]["text"][:3] for m in stored[::2]] == [f"m{n} " for n in range(7)]
