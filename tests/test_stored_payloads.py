@@ -6,12 +6,15 @@ and its workflow run whole, and a fresh worker replays it from the store."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import cast
 
 import httpx
 import pytest
-from temporalio.api.common.v1 import Payload
+from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
+from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
+from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 from temporalio.converter import StorageDriverStoreContext as StoreContext
@@ -19,7 +22,7 @@ from temporalio.converter import StorageDriverStoreContext as StoreContext
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
-from durable_agui.sessions.payloads import SessionStorePayloads, StoredPayloadInvalid, put
+from durable_agui.sessions.payloads import DRIVER_NAME, UNRETRIEVABLE, SessionStorePayloads, put
 from tests.stack import Cluster, StoreKind, store_env, store_of
 from tests.support import post_run, run_input
 
@@ -39,7 +42,8 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
 
 async def test_a_stored_payload_comes_back_as_stored_or_not_at_all(settings: Settings) -> None:
     """Stored twice, it is there once and reads back whole; a payload under another's
-    SHA-256 (changed in the store) and a missing one are refused by name."""
+    SHA-256 (changed in the store) and a missing one read as ``UNRETRIEVABLE``, never as
+    the payload stored."""
     driver = SessionStorePayloads(settings)
     payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 50_000 + b'"')
     first = await driver.store(StoreContext(), [payload])
@@ -48,11 +52,61 @@ async def test_a_stored_payload_comes_back_as_stored_or_not_at_all(settings: Set
     assert await driver.retrieve(StorageDriverRetrieveContext(), first) == [payload]
     forged = hashlib.sha256(b"what the history stored").hexdigest()
     put(session_store(settings), forged, payload.SerializeToString())
-    for claim, says in ((forged, "was changed"), ("0" * 64, "is missing")):
-        with pytest.raises(StoredPayloadInvalid, match=says):
-            await driver.retrieve(
-                StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data={"sha256": claim})]
+    for claim in (forged, "0" * 64, "../../etc/passwd"):
+        (read,) = await driver.retrieve(
+            StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data={"sha256": claim})]
+        )
+        assert read == Payload(metadata={"encoding": UNRETRIEVABLE})
+
+
+def reference(driver: str, claim: dict[str, str]) -> Payload:
+    """A payload that says it is a stored payload's reference, as anyone may send one."""
+    return Payload(
+        metadata={
+            "encoding": b"json/protobuf",
+            "messageType": ExternalStorageReference.DESCRIPTOR.full_name.encode(),
+        },
+        data=json.dumps({"driverName": driver, "claimData": claim}).encode(),
+    )
+
+
+async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
+    cluster: Cluster,
+) -> None:
+    """References to a payload the store does not hold, to another driver, and one that
+    does not parse, each sent as a signal's input: each is refused and listed, and the
+    thread's approval is still answered (in SDK 1.35 each failed every workflow task of the
+    thread, for good)."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        ask = {"id": "u1", "role": "user", "content": 'call cancel_booking {"booking":"BK-1"}'}
+        _, events = await post_run(http, "demo", run_input("forged", "r1", [ask], []))
+        (interrupt,) = events[-1]["outcome"]["interrupts"]
+        raw = await Client.connect(cluster.server.address)
+        bad_json = reference(DRIVER_NAME, {})
+        bad_json.data = b"{not json"
+        for forged in (
+            reference(DRIVER_NAME, {"sha256": "0" * 64}),
+            reference("elsewhere", {"key": "k"}),
+            bad_json,
+        ):
+            await raw.workflow_service.signal_workflow_execution(
+                SignalWorkflowExecutionRequest(
+                    namespace="default",
+                    workflow_execution=WorkflowExecution(workflow_id=workflow_id_for("forged")),
+                    signal_name="approval_decisions",
+                    input=Payloads(payloads=[forged]),
+                )
             )
+        for _ in range(300):
+            view = (await http.get("/threads/forged")).json()
+            if len(view["refusedSignals"]) == 3:
+                break
+        assert len(view["refusedSignals"]) == 3, view["refusedSignals"]
+        answer = {"resume": [{"interruptId": interrupt["id"], "status": "resolved"}]}
+        answered = await http.post("/threads/forged/tool-results", json=answer)
+        assert answered.status_code == 200 and answered.json()["accepted"] == [interrupt["id"]]
 
 
 async def test_runs_of_400_kb_messages_keep_the_history_small_and_replay_from_the_store(

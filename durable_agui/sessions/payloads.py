@@ -15,10 +15,14 @@ payload is stored encrypted); this module is its driver over the session store:
 - ``s3``: ``<prefix>/.payloads/<sha256>`` objects.
 
 A payload is never rewritten or deleted (a history may refer to it for as long as Temporal
-keeps it). Retrieval checks the SHA-256: a payload changed in the store is refused
-(``StoredPayloadInvalid``), and a missing one too; the workflow task or activity that needs
-it fails, and Temporal retries it, as it does while the store is away. So the store is as
-essential to a thread as its session already is: keep them together.
+keeps it). Retrieval checks the SHA-256. The store away (its errors) fails the workflow task
+or the activity, which Temporal retries. A payload the store does not hold, or holds
+changed, is never taken for the one stored: it reads as ``UNRETRIEVABLE``, which no
+converter reads, so what needed it fails by name where it is used (a signal is refused and
+listed, an update refused, an activity attempt fails) instead of every workflow task of the
+thread failing: a reference anyone can forge into a signal must not wedge a thread, as a
+payload that does not decrypt must not (``core/codec.py``). So the store is as essential to a
+thread as its session already is: keep them together.
 """
 
 from __future__ import annotations
@@ -26,13 +30,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.dialects.postgresql import insert
 from temporalio.api.common.v1 import Payload
+from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.converter import (
     ExternalStorage,
     StorageDriver,
@@ -47,6 +54,8 @@ from durable_agui.sessions.file import FileSessionStore
 from durable_agui.sessions.s3 import S3SessionStore
 from durable_agui.sessions.store import SessionStore
 
+logger = logging.getLogger(__name__)
+
 DRIVER_NAME = "durable-agui-session-store"
 """The driver's name in every reference (Temporal looks the driver up by it)."""
 PAYLOADS = ".payloads"
@@ -55,9 +64,9 @@ NEVER = 2**62
 """The threshold of a process told to store nothing (it still reads references)."""
 
 
-class StoredPayloadInvalid(Exception):
-    """A payload a history refers to is missing from the store, or is not the one it
-    stored (its SHA-256 differs): the store was changed under the thread."""
+UNRETRIEVABLE = b"binary/unretrievable"
+"""The encoding of what a reference becomes when the store does not hold its payload, or
+holds it changed (its SHA-256 differs): no data converter reads it."""
 
 
 class SessionStorePayloads(StorageDriver):
@@ -89,19 +98,40 @@ class SessionStorePayloads(StorageDriver):
         for claim in claims:
             sha256 = claim.claim_data.get("sha256", "")
             data = await asyncio.to_thread(get, store, sha256)
-            if data is None:
-                raise StoredPayloadInvalid(f"stored payload {sha256} is missing")
-            if hashlib.sha256(data).hexdigest() != sha256:
-                raise StoredPayloadInvalid(f"stored payload {sha256} was changed")
+            if data is None or hashlib.sha256(data).hexdigest() != sha256:
+                logger.warning(
+                    "stored payload %r is %s", sha256[:80], "missing" if data is None else "changed"
+                )
+                payloads.append(Payload(metadata={"encoding": UNRETRIEVABLE}))
+                continue
             payloads.append(Payload.FromString(data))
         return payloads
+
+
+@dataclass(frozen=True)
+class _LenientStorage(ExternalStorage):
+    """Temporal's external storage, reading only this driver's well-formed references: a
+    payload that only looks like a reference (another driver's name, a claim that does not
+    parse; anyone can send one in a signal) is passed on as it is, which no converter
+    reads, instead of failing the activation and with it every workflow task of the
+    thread. (SDK 1.35 raises there; without external storage configured at all it raises
+    TMPRL1105, so a thread of 0.1.0 could be wedged so.)"""
+
+    def _decode_reference(self, payload: Payload) -> ExternalStorageReference | None:
+        try:
+            reference = super()._decode_reference(payload)
+        except Exception:  # a forged reference: not ours to read
+            return None
+        if reference is None or reference.driver_name != DRIVER_NAME:
+            return None
+        return reference
 
 
 def payload_storage(settings: Settings) -> ExternalStorage:
     """Temporal's external storage for this process: payloads of at least
     ``settings.stored_payload_bytes`` stored (none when it is 0), references always read."""
     threshold = settings.stored_payload_bytes or NEVER
-    return ExternalStorage(
+    return _LenientStorage(
         drivers=[SessionStorePayloads(settings)], payload_size_threshold=threshold
     )
 
