@@ -22,7 +22,13 @@ from temporalio.converter import StorageDriverStoreContext as StoreContext
 from durable_agui.core.contract import workflow_id_for
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
-from durable_agui.sessions.payloads import DRIVER_NAME, UNRETRIEVABLE, SessionStorePayloads, put
+from durable_agui.sessions.payloads import (
+    DRIVER_NAME,
+    PAYLOADS,
+    UNRETRIEVABLE,
+    SessionStorePayloads,
+    put,
+)
 from tests.stack import Cluster, StoreKind, store_env, store_of
 from tests.support import post_run, run_input
 
@@ -136,3 +142,25 @@ async def test_runs_of_400_kb_messages_keep_the_history_small_and_replay_from_th
     assert sizes[-1] < 7 * 16_000, sizes
     stored = cluster.store.stored_messages("big")
     assert [m["content"][0]["text"][:3] for m in stored[::2]] == [f"m{n} " for n in range(7)]
+
+
+@pytest.mark.parametrize("cluster", ["file"], indirect=True)
+async def test_a_store_that_cannot_take_a_payload_is_a_503_and_nothing_is_taken(
+    cluster: Cluster,
+) -> None:
+    """The store cannot write the run's 400 KB request (``.payloads`` is a file, not a
+    folder): 503 ``SessionStoreUnavailable`` before any stream, no thread made; once it
+    can, the same request runs."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+    blocker = cluster.data_dir / "sessions" / PAYLOADS
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder")
+    user = {"id": "u1", "role": "user", "content": "x" * 400_000}
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        status, body = await post_run(http, "demo", run_input("blocked", "r1", [user], []))
+        assert status == 503 and body[0]["detail"]["type"] == "SessionStoreUnavailable", body
+        assert (await http.get("/threads/blocked")).status_code == 404
+        blocker.unlink()
+        status, events = await post_run(http, "demo", run_input("blocked", "r1", [user], []))
+        assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]

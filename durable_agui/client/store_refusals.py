@@ -19,10 +19,12 @@ def store_refusals() -> Iterator[None]:
 
     Loads the session stores' drivers (``durable_agui.sessions``) when entered."""
     from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
+    from durable_agui.sessions.payloads import StoredPayloadUnwritable
 
+    unavailable: tuple[type[Exception], ...] = (*STORE_ERRORS, StoredPayloadUnwritable)
     try:
         yield
-    except STORE_ERRORS as err:
+    except unavailable as err:
         logger.warning("the session store failed: %s", err)
         raise ThreadRefused(
             503,

@@ -40,6 +40,7 @@ from durable_agui.client.refusals import (
     thread_not_found,
     workflow_task_failing,
 )
+from durable_agui.client.store_refusals import store_refusals
 from durable_agui.core.contract import (
     AGENT_NAME,
     PENDING_TOOL_CALLS,
@@ -96,10 +97,12 @@ async def _call(
     client: Client, workflow_id: str, thread_id: str, send: Callable[[], Awaitable[T]]
 ) -> T:
     """``send()``, again while the thread rolls over; Temporal errors as refusals (a thread
-    whose workflow task keeps failing as ``WorkflowTaskFailing``)."""
+    whose workflow task keeps failing as ``WorkflowTaskFailing``), and the session store's
+    failures storing a large payload (``sessions/payloads.py``) as ``store_refusals``."""
     for _ in range(ROLLOVER_RETRIES):
         try:
-            return await send()
+            with store_refusals():  # a payload stored beside the sessions on the way
+                return await send()
         except WorkflowUpdateFailedError as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == ErrorType.ROLLING_OVER:

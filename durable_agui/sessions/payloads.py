@@ -64,6 +64,12 @@ NEVER = 2**62
 """The threshold of a process told to store nothing (it still reads references)."""
 
 
+class StoredPayloadUnwritable(Exception):
+    """The ``file`` store could not write a payload (its disk full or away); the other
+    stores raise their own errors (``STORE_ERRORS``). Either way the call that carried
+    the payload was not sent: the API answers 503 ``SessionStoreUnavailable``."""
+
+
 UNRETRIEVABLE = b"binary/unretrievable"
 """The encoding of what a reference becomes when the store does not hold its payload, or
 holds it changed (its SHA-256 differs): no data converter reads it."""
@@ -86,7 +92,10 @@ class SessionStorePayloads(StorageDriver):
         for payload in payloads:
             data = payload.SerializeToString(deterministic=True)
             sha256 = hashlib.sha256(data).hexdigest()
-            await asyncio.to_thread(put, store, sha256, data)
+            try:
+                await asyncio.to_thread(put, store, sha256, data)
+            except OSError as err:  # the file store's disk: away, as a database can be
+                raise StoredPayloadUnwritable(f"storing a payload failed: {err}") from err
             claims.append(StorageDriverClaim(claim_data={"sha256": sha256}))
         return claims
 
