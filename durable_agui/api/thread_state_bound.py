@@ -3,8 +3,8 @@
 The rule, and why (ours): a run's ``state`` (at most ``max_state_bytes``) has its top-level
 keys merged over the state the thread stores (README "Shared state"), so runs that each
 send a new key would grow the stored state without end, and every turn streams it whole
-(``STATE_SNAPSHOT``), which the event log keeps: 40 runs of a new 64 KB key made 2.5 MB
-snapshots and a 56 MB log. So a run whose ``state``, merged over the stored one, would pass
+(``STATE_SNAPSHOT``): 40 runs of a new 64 KB key made 2.5 MB snapshots (and a 56 MB log,
+before the log kept references to them: ``client/snapshot_refs.py``). So a run whose ``state``, merged over the stored one, would pass
 the bound is refused before it reaches Temporal, with 413 ``StateTooLarge`` naming the
 sizes and the setting; nothing is taken in. A run without ``state`` (or with keys that make
 it no larger than the stored state) is never refused for it, so a state past the bound can
