@@ -79,8 +79,9 @@ def reference(driver: str, claim: dict[str, str]) -> Payload:
 async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
     cluster: Cluster,
 ) -> None:
-    """References to a payload the store does not hold, to another driver, and one that
-    does not parse, each sent as a signal's input: each is refused and listed, and the
+    """References to a payload the store does not hold, to another driver, one that does
+    not parse, and a payload marked as an encoded reference that is none, each sent as a
+    signal's input: each is refused and listed, and the
     thread's approval is still answered (in SDK 1.35 each failed every workflow task of the
     thread, for good)."""
     cluster.start_worker("w")
@@ -92,11 +93,17 @@ async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
         raw = await Client.connect(cluster.server.address)
         bad_json = reference(DRIVER_NAME, {})
         bad_json.data = b"{not json"
-        for forged in (
+        marked = Payload(  # says it is an encoded reference (SDK 1.35's marker); it is not
+            metadata={"encoding": b"json/plain", "__temporal_external_storage_reference": b"true"},
+            data=b'"x"',
+        )
+        forged_ones = (
             reference(DRIVER_NAME, {"sha256": "0" * 64}),
             reference("elsewhere", {"key": "k"}),
             bad_json,
-        ):
+            marked,
+        )
+        for forged in forged_ones:
             await raw.workflow_service.signal_workflow_execution(
                 SignalWorkflowExecutionRequest(
                     namespace="default",
@@ -107,9 +114,9 @@ async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
             )
         for _ in range(300):
             view = (await http.get("/threads/forged")).json()
-            if len(view["refusedSignals"]) == 3:
+            if len(view["refusedSignals"]) == len(forged_ones):
                 break
-        assert len(view["refusedSignals"]) == 3, view["refusedSignals"]
+        assert len(view["refusedSignals"]) == len(forged_ones), view["refusedSignals"]
         answer = {"resume": [{"interruptId": interrupt["id"], "status": "resolved"}]}
         answered = await http.post("/threads/forged/tool-results", json=answer)
         assert answered.status_code == 200 and answered.json()["accepted"] == [interrupt["id"]]

@@ -4,8 +4,8 @@ The rule (ours, issue "Each decision written once"): a turn starts its run with
 ``STATE_SNAPSHOT`` (the whole shared state, up to ``max_thread_state_bytes``) and, when its
 client's transcript is stale or the run rewinds, ``MESSAGES_SNAPSHOT`` (the whole history).
 Appended whole, every run stored the conversation and the state again, so the log grew with
-the square of a thread: 12 runs of a 400 KB message left 71.6 MB, and each 300-byte "hi" on
-a thread whose state is full added 256 KB. So a turn appends to the event log a reference in
+the square of a thread: 12 runs of a 400 KB message left 62 MB, and each "hi" on a thread
+whose state held 240 KB added 241 KB (``python -m bench.log_growth``). So a turn appends to the event log a reference in
 their place, a ``CUSTOM`` event named ``SNAPSHOT_REF`` that carries only what the run
 itself brings (the turn's starting message count, the run's new user messages, the client's
 state keys, the digest of the state the turn started from), and the reader makes the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from temporalio.client import Client, Plugin
@@ -12,7 +11,7 @@ from temporalio.service import RetryConfig
 
 from durable_agui.core.codec import data_converter_for
 from durable_agui.core.settings import Settings
-from durable_agui.sessions.payloads import payload_storage
+from durable_agui.sessions.payloads import with_payload_storage
 
 API_RETRY = RetryConfig(max_elapsed_time_millis=3000, max_retries=6)
 """The API's calls give up after 3 s of retries (the worker's keep the SDK's 10 s): a thread
@@ -24,9 +23,7 @@ def data_converter(settings: Settings) -> DataConverter:
     """The pydantic data converter, with the encryption codec when a key is configured and
     large payloads stored beside the sessions (``sessions/payloads.py``). Use the same one
     on the API, the workers, the replayer and test environments."""
-    return dataclasses.replace(
-        data_converter_for(settings), external_storage=payload_storage(settings)
-    )
+    return with_payload_storage(data_converter_for(settings), settings)
 
 
 async def connect(

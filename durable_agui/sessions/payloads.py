@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -41,6 +42,7 @@ from sqlalchemy.dialects.postgresql import insert
 from temporalio.api.common.v1 import Payload
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.converter import (
+    DataConverter,
     ExternalStorage,
     StorageDriver,
     StorageDriverClaim,
@@ -134,6 +136,32 @@ class _LenientStorage(ExternalStorage):
         if reference is None or reference.driver_name != DRIVER_NAME:
             return None
         return reference
+
+
+@dataclass(frozen=True)
+class _LenientConverter(DataConverter):
+    """A data converter that reads a payload marked as a codec-encoded reference (SDK 1.35's
+    ``__temporal_external_storage_reference`` metadata) that decodes to none as
+    ``UNRETRIEVABLE``, for the reason ``_LenientStorage`` gives (the SDK raises TMPRL1106
+    there, failing every workflow task of the thread)."""
+
+    async def _decode_reference_payload_sequence(
+        self, payloads: Sequence[Payload]
+    ) -> list[Payload]:
+        decoded: list[Payload] = []
+        for payload in payloads:
+            try:
+                decoded += await super()._decode_reference_payload_sequence([payload])
+            except Exception:  # marked as an encoded reference, and none
+                decoded.append(Payload(metadata={"encoding": UNRETRIEVABLE}))
+        return decoded
+
+
+def with_payload_storage(converter: DataConverter, settings: Settings) -> DataConverter:
+    """``converter`` storing large payloads beside the sessions (``payload_storage``) and
+    reading every payload that only looks like a reference as one nothing reads."""
+    fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
+    return _LenientConverter(**{**fields, "external_storage": payload_storage(settings)})
 
 
 def payload_storage(settings: Settings) -> ExternalStorage:
