@@ -100,3 +100,41 @@ async def test_thirty_small_runs_on_a_full_state_grow_the_log_by_what_they_send(
         (state,) = of_type(frames, "STATE_SNAPSHOT")
         assert state["snapshot"] == full
         assert not of_type(frames, "STATE_DELTA")
+
+
+async def test_an_old_runs_snapshot_after_an_edit_shows_the_threads_ids(cluster: Cluster) -> None:
+    """A stale run's ``MESSAGES_SNAPSHOT`` read again after an edit rewound the history and
+    the model called a tool again: every call it shows has the id the thread's transcript
+    gives it (the reference names only the calls before its turn; the new one's id is read
+    from the thread)."""
+    cluster.start_worker("w")
+    url = cluster.start_api("api")
+
+    def user(id_: str, text: str) -> dict[str, Any]:
+        return {"id": id_, "role": "user", "content": text}
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        for run_id, messages in (
+            ("r1", [user("u1", "hello")]),
+            ("r2", [user("u2", 'call lookup_flight {"flight":"XY1"}')]),
+            ("r3", [user("u3", "after")]),  # stale: its turn starts with a snapshot
+            (
+                "r4",  # edits m2: back to the first answer, and a new call
+                [
+                    user("m0", "hello"),
+                    {"id": "m1", "role": "assistant", "content": "echo: hello"},
+                    user("m2", 'call lookup_flight {"flight":"XY9"}'),
+                ],
+            ),
+        ):
+            status, events = await post_run(http, "demo", run_input("edited", run_id, messages, []))
+            assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+        transcript = (await http.get("/threads/edited/messages")).json()["messages"]
+        shown = {c["id"] for m in transcript for c in m.get("toolCalls") or []}
+        replayed = await http.get("/threads/edited/runs/r3/events")
+        frames = [
+            json.loads(line[6:]) for line in replayed.text.splitlines() if line.startswith("data: ")
+        ]
+        (snapshot,) = of_type(frames, "MESSAGES_SNAPSHOT")
+        ids = {c["id"] for m in snapshot["messages"] for c in m.get("toolCalls") or []}
+        assert ids and ids <= shown, (ids, shown)

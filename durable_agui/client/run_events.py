@@ -133,15 +133,31 @@ class LogSource:
     """
 
     def __init__(
-        self, log: EventLog, client: Client, workflow_id: str, refs: SnapshotRefs, since: int
+        self,
+        log: EventLog,
+        settings: Settings,
+        session_id: str,
+        client: Client,
+        workflow_id: str,
+        since: int,
     ) -> None:
         self.log = log
-        self.refs = refs
-        self.session_id = refs.session_id
+        self.session_id = session_id
         self.client = client
         self.workflow_id = workflow_id
         self.since = since
         self.seen: set[str] = set()
+        self.refs = SnapshotRefs(settings, session_id, self.wire_ids)
+
+    async def wire_ids(self) -> dict[str, str]:
+        """The thread's wire ids by native id (none when it cannot be read: its calls then
+        show their native ids, as a transcript of calls it forgot does)."""
+        handle = self.client.get_workflow_handle(self.workflow_id)
+        try:
+            state = await read_thread(handle, None)
+        except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            return {}
+        return {native: wire for wire, native in state.tool_call_ids.items()}
 
     def _new(self, events: list[LoggedEvent]) -> list[LoggedEvent]:
         fresh = [
@@ -381,7 +397,7 @@ def run_source(
             "this thread keeps its events in the event log, and this API has none "
             "(its DURABLE_AGUI_SESSION_STORE must be the worker's)",
         )
-    return LogSource(log, client, workflow_id, SnapshotRefs(settings, session_id), since)
+    return LogSource(log, settings, session_id, client, workflow_id, since)
 
 
 async def accepted_run(

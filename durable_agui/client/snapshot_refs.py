@@ -13,7 +13,9 @@ snapshot from what the thread already stores when it sends the event (``Snapshot
 
 - ``MESSAGES_SNAPSHOT``: the stored messages before the turn's start, under the wire ids
   the reference names (the thread's, for the calls before the turn: the reader needs no
-  read of the thread), then the run's new user messages. A history
+  read of the thread), then the run's new user messages. When the history holds a call
+  the reference does not name (a regenerate or edit rewound it since, and the model called
+  again), the thread's ids are read, once. A history
   rewound since (regenerate, edit) shows as it is then: a snapshot exists to make a client's
   transcript the thread's.
 - ``STATE_SNAPSHOT``: the state the turn started from (the session's turn-start record,
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -93,9 +95,17 @@ class SnapshotRefs:
     away, and reads the same events again).
     """
 
-    def __init__(self, settings: Settings, session_id: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        session_id: str,
+        thread_ids: Callable[[], Awaitable[dict[str, str]]],
+    ) -> None:
+        """``thread_ids``: the thread's wire ids by native id, read when a history holds a
+        call its reference does not name."""
         self.settings = settings
         self.session_id = session_id
+        self.thread_ids = thread_ids
         self.deltas_void = False
 
     async def resolved(self, events: list[LoggedEvent]) -> list[LoggedEvent]:
@@ -117,8 +127,17 @@ class SnapshotRefs:
 
     async def _messages(self, ref: dict[str, Any]) -> dict[str, Any]:
         store = session_store(self.settings)
-        stored = await asyncio.to_thread(store.read_messages, self.session_id)
-        history = to_agui_messages(stored[: ref["start"]], ref["wireIds"], set(ref["pending"]))
+        stored = (await asyncio.to_thread(store.read_messages, self.session_id))[: ref["start"]]
+        wire_ids: dict[str, str] = ref["wireIds"]
+        uses = {
+            b["toolUse"]["toolUseId"]
+            for m in stored
+            for b in m.message["content"]
+            if "toolUse" in b
+        }
+        if not uses <= wire_ids.keys():  # rewound since, and called again
+            wire_ids = {**await self.thread_ids(), **wire_ids}
+        history = to_agui_messages(stored, wire_ids, set(ref["pending"]))
         prompt: list[Message] = [UserMessage.model_validate(m) for m in ref["prompt"]]
         return event_to_wire(MessagesSnapshotEvent(messages=history + prompt))
 
