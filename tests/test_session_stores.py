@@ -258,7 +258,7 @@ def test_migrations_from_several_processes_at_once(
             "durable_agui_session_writer", "durable_agui_event", VERSION_TABLE,
         } <= tables  # fmt: skip
         with engine.connect() as connection:
-            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0006"
+            assert connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}")) == "0007"
     finally:
         engine.dispose()
 

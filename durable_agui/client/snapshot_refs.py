@@ -35,15 +35,17 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import CustomEvent, Message, MessagesSnapshotEvent, StateSnapshotEvent, UserMessage
 
 from durable_agui.core.contract import digest, event_to_wire
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import LoggedEvent
-from durable_agui.sessions import session_store
 from durable_agui.translation.transcript import to_agui_messages
+
+if TYPE_CHECKING:
+    from durable_agui.sessions import SessionStore
 
 SNAPSHOT_REF = "durable_agui.snapshot_ref"
 """``CustomEvent.name`` of a snapshot reference in the event log (never sent to a client)."""
@@ -126,7 +128,7 @@ class SnapshotRefs:
         return made
 
     async def _messages(self, ref: dict[str, Any]) -> dict[str, Any]:
-        store = session_store(self.settings)
+        store = _store(self.settings)
         stored = (await asyncio.to_thread(store.read_messages, self.session_id))[: ref["start"]]
         wire_ids: dict[str, str] = ref["wireIds"]
         uses = {
@@ -142,7 +144,7 @@ class SnapshotRefs:
         return event_to_wire(MessagesSnapshotEvent(messages=history + prompt))
 
     async def _state(self, ref: dict[str, Any]) -> dict[str, Any]:
-        store = session_store(self.settings)
+        store = _store(self.settings)
         start = await asyncio.to_thread(store.turn_start, self.session_id)
         if start is not None and start[0] == ref["start"]:
             state = {**start[1], **ref["client"]}
@@ -152,3 +154,10 @@ class SnapshotRefs:
         self.deltas_void = True
         now = await asyncio.to_thread(store.agent_state, self.session_id)
         return event_to_wire(StateSnapshotEvent(snapshot=now or {}))
+
+
+def _store(settings: Settings) -> SessionStore:
+    """The session store, its drivers loaded on first use (the API's app imports none)."""
+    from durable_agui.sessions import session_store
+
+    return session_store(settings)

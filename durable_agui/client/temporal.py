@@ -11,7 +11,6 @@ from temporalio.service import RetryConfig
 
 from durable_agui.core.codec import data_converter_for
 from durable_agui.core.settings import Settings
-from durable_agui.sessions.payloads import with_payload_storage
 
 API_RETRY = RetryConfig(max_elapsed_time_millis=3000, max_retries=6)
 """The API's calls give up after 3 s of retries (the worker's keep the SDK's 10 s): a thread
@@ -23,6 +22,10 @@ def data_converter(settings: Settings) -> DataConverter:
     """The pydantic data converter, with the encryption codec when a key is configured and
     large payloads stored beside the sessions (``sessions/payloads.py``). Use the same one
     on the API, the workers, the replayer and test environments."""
+    # The session stores' drivers load with it, when a process connects: not when the API's
+    # app is imported (``tests/test_api_errors.py``).
+    from durable_agui.sessions.payloads import with_payload_storage
+
     return with_payload_storage(data_converter_for(settings), settings)
 
 
