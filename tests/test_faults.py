@@ -229,7 +229,7 @@ async def test_dev_server_restarted_while_threads_wait(cluster: Cluster) -> None
 
 async def test_worker_killed_after_a_tool_changed_the_state(cluster: Cluster) -> None:
     # The answer after the tool streams slowly: the kill lands after the tool's result and
-    # its state change were stored, before the turn ends.
+    # its state change were streamed, before the turn ends (and commits its writes).
     cluster.start_worker("a", {"DURABLE_AGUI_OFFLINE_CHUNK_DELAY_MS": "500"})
     url = cluster.start_api("api")
     call = 'call save_flight {"flight":"XY1"}'

@@ -39,6 +39,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.sessions.store import Writer
+from durable_agui.sessions.turn_writes import TurnWrites
 from durable_agui.telemetry.tracing import (
     ATTRIBUTE_ANSWERED_NATIVE_IDS,
     set_attributes,
@@ -49,6 +50,16 @@ from durable_agui.translation import (
 from durable_agui.translation.undeclared_tools import warn_undeclared
 
 logger = logging.getLogger(__name__)
+
+
+async def commit_failed(writes: TurnWrites) -> None:
+    """Commit what a failed attempt wrote, as the store held it before writes were gathered
+    (the next attempt, or the thread's next turn, cuts it away). Its own failure is what the
+    activity reports: one of the commit is only logged."""
+    try:
+        await asyncio.to_thread(writes.commit)
+    except Exception as err:
+        logger.warning("the failed turn's session writes were not committed: %s", err)
 
 
 def initial_state(agent: str, state: Any) -> dict[str, Any]:
@@ -211,13 +222,16 @@ class TurnActivities:
                 answers.written()
                 start = await self._starting_point(turn, writer)
                 await snapshot_if_stale(turn, store, session_id, start, events)
-                session = await asyncio.to_thread(store.open, session_id, writer)
+                writes = await asyncio.to_thread(TurnWrites, store, session_id, writer, start)
+                session = writes.session
                 async with heartbeating(start):
                     shared = StateEvents(
                         await asyncio.to_thread(
                             turn_start_state,
-                            session.session_repository,
-                            session.session_id,
+                            # At once, not with the turn's writes: the log's state snapshot
+                            # refers to it (client/snapshot_refs.py).
+                            store.checked_repository(session_id, writer),
+                            session_id,
                             start,
                             initial_state(turn.agent, built.arguments.get("state")),
                             turn.state,
@@ -236,7 +250,12 @@ class TurnActivities:
                         translator,
                         shared,
                     )
-                    stop_reason, usage = await attempt.streamed()
+                    try:
+                        stop_reason, usage = await attempt.streamed()
+                    except Exception:
+                        await commit_failed(writes)
+                        raise
+                    await asyncio.to_thread(writes.commit)
                     await attempt.answer_not_offered(start)
             message_count = await asyncio.to_thread(store.verified_count, session_id, start)
         warn_undeclared(translator.undeclared, offered, turn.thread_id, turn.run_id)

@@ -87,13 +87,23 @@ class PostgresSessionRepository(SessionRepository):
     each write first checks, in its transaction, that the writer still holds the thread
     (``WriterSuperseded`` otherwise)."""
 
-    def __init__(self, engine: Engine, fence: tuple[str, Writer] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        fence: tuple[str, Writer] | None = None,
+        connection: Connection | None = None,
+    ) -> None:
         self.engine = engine
         self.fence = fence
+        self.connection = connection
+        """Every write in this one transaction (its fence checked when it began)."""
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
         """A write's transaction, the fence checked first."""
+        if self.connection is not None:
+            yield self.connection
+            return
         with self.engine.begin() as connection:
             if self.fence is not None:
                 check_writer(connection, *self.fence)
@@ -390,6 +400,13 @@ class PostgresSessionStore(SessionStore):
         with self.engine.begin() as connection:
             if connection.execute(statement).first() is None:
                 raise WriterSuperseded(f"a later writer writes thread {thread_id!r} now")
+
+    @contextmanager
+    def committing(self, thread_id: str, writer: Writer) -> Iterator[SessionRepository]:
+        self._ready()
+        with self.engine.begin() as connection:  # one transaction for the turn's writes
+            check_writer(connection, thread_id, writer)
+            yield CheckedRepository(PostgresSessionRepository(self.engine, connection=connection))
 
     @contextmanager
     def writing(self, thread_id: str, writer: Writer) -> Iterator[None]:

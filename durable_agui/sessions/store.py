@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
@@ -255,6 +255,17 @@ class SessionStore(ABC):
         if writer is None:
             return CheckedRepository(self.repository())
         return CheckedRepository(self.repository(), lambda: self.writing(thread_id, writer))
+
+    @contextmanager
+    def committing(self, thread_id: str, writer: Writer) -> Iterator[SessionRepository]:
+        """The repository a turn's held writes go through together (``TurnWrites.commit``):
+        ``writer`` checked once for all of them.
+
+        Raises:
+            WriterSuperseded: ``writer`` does not hold the session.
+        """
+        with self.writing(thread_id, writer):
+            yield CheckedRepository(self.repository())
 
     @abstractmethod
     def prepare(self) -> None:
