@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from ag_ui_validate import ValidatorOptions, create_validator
 from strands import Agent
+from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
+from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -356,3 +358,17 @@ async def histories(client: Client, workflow_id: str) -> list[WorkflowHistory]:
         handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
         found.append(await handle.fetch_history())
     return found
+
+
+async def send_raw_signal(address: str, thread_id: str, signal: str, payload: Payload) -> None:
+    """Send signal ``signal`` to thread ``thread_id``'s workflow with ``payload`` as its input,
+    as stored, past every data converter (what a caller with a bare client can send)."""
+    raw = await Client.connect(address)
+    await raw.workflow_service.signal_workflow_execution(
+        SignalWorkflowExecutionRequest(
+            namespace="default",
+            workflow_execution=WorkflowExecution(workflow_id=workflow_id_for(thread_id)),
+            signal_name=signal,
+            input=Payloads(payloads=[payload]),
+        )
+    )

@@ -9,14 +9,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from google.protobuf import json_format
-from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
-from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
+from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.client import Client
 
 from durable_agui.core.codec import new_key
 from durable_agui.core.contract import workflow_id_for
 from tests.stack import DevStack
-from tests.support import parse_sse, run_input, text_of
+from tests.support import parse_sse, run_input, send_raw_signal, text_of
 
 SECRET = "my passport number is X1234567"
 
@@ -175,19 +174,11 @@ async def test_a_signal_that_does_not_decrypt_is_refused_and_the_thread_goes_on(
         response = await http.post("/agents/demo", json=run_input("enc-forged", "r1", [ask], []))
         (interrupt,) = parse_sse(response.text)[-1]["outcome"]["interrupts"]
         # A client without the key sends what looks encrypted: it does not decrypt.
-        raw = await Client.connect(stack.temporal_address)
         forged = Payload(
             metadata={"encoding": b"binary/encrypted", "encryption-key-id": b"default"},
             data=b"\0" * 12 + b"not ciphertext at all",
         )
-        await raw.workflow_service.signal_workflow_execution(
-            SignalWorkflowExecutionRequest(
-                namespace="default",
-                workflow_execution=WorkflowExecution(workflow_id=workflow_id_for("enc-forged")),
-                signal_name="approval_decisions",
-                input=Payloads(payloads=[forged]),
-            )
-        )
+        await send_raw_signal(stack.temporal_address, "enc-forged", "approval_decisions", forged)
         for _ in range(300):
             view = (await http.get("/threads/enc-forged")).json()
             if view["refusedSignals"]:

@@ -20,7 +20,7 @@ from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import postgres, session_store
 from durable_agui.sessions.postgres import VERSION_TABLE, PostgresSessionStore
-from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
 from tests.postgres import ExternalPostgres, PostgresServer
 from tests.stack import ALL_STORES, BIN, STORES, StoreKind, store_env, store_of
 

@@ -12,9 +12,8 @@ from typing import cast
 
 import httpx
 import pytest
-from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
+from temporalio.api.common.v1 import Payload
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
-from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
 from temporalio.converter import StorageDriverStoreContext as StoreContext
@@ -24,13 +23,12 @@ from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.sessions.payloads import (
     DRIVER_NAME,
-    PAYLOADS,
     UNRETRIEVABLE,
     SessionStorePayloads,
-    put,
 )
+from durable_agui.sessions.store import PAYLOADS
 from tests.stack import Cluster, StoreKind, store_env, store_of
-from tests.support import post_run, run_input
+from tests.support import post_run, run_input, send_raw_signal
 
 
 @pytest.fixture(params=["file", "postgres", "s3"])
@@ -57,7 +55,7 @@ async def test_a_stored_payload_comes_back_as_stored_or_not_at_all(settings: Set
     assert first == again
     assert await driver.retrieve(StorageDriverRetrieveContext(), first) == [payload]
     forged = hashlib.sha256(b"what the history stored").hexdigest()
-    put(session_store(settings), forged, payload.SerializeToString())
+    session_store(settings).put_payload(forged, payload.SerializeToString())
     for claim in (forged, "0" * 64, "../../etc/passwd"):
         (read,) = await driver.retrieve(
             StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data={"sha256": claim})]
@@ -90,7 +88,7 @@ async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
         ask = {"id": "u1", "role": "user", "content": 'call cancel_booking {"booking":"BK-1"}'}
         _, events = await post_run(http, "demo", run_input("forged", "r1", [ask], []))
         (interrupt,) = events[-1]["outcome"]["interrupts"]
-        raw = await Client.connect(cluster.server.address)
+        address = cluster.server.address
         bad_json = reference(DRIVER_NAME, {})
         bad_json.data = b"{not json"
         marked = Payload(  # says it is an encoded reference (SDK 1.35's marker); it is not
@@ -104,14 +102,7 @@ async def test_a_signal_of_forged_references_is_refused_and_the_thread_goes_on(
             marked,
         )
         for forged in forged_ones:
-            await raw.workflow_service.signal_workflow_execution(
-                SignalWorkflowExecutionRequest(
-                    namespace="default",
-                    workflow_execution=WorkflowExecution(workflow_id=workflow_id_for("forged")),
-                    signal_name="approval_decisions",
-                    input=Payloads(payloads=[forged]),
-                )
-            )
+            await send_raw_signal(address, "forged", "approval_decisions", forged)
         for _ in range(300):
             view = (await http.get("/threads/forged")).json()
             if len(view["refusedSignals"]) == len(forged_ones):

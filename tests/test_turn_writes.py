@@ -12,7 +12,8 @@ from strands.types.session import SessionAgent, SessionMessage
 
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
+from durable_agui.sessions.store import SessionStore
 from durable_agui.sessions.turn_writes import TurnWrites
 from tests.stack import ALL_STORES, StoreKind, store_env, store_of
 

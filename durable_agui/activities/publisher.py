@@ -17,7 +17,8 @@ from durable_agui.core.contract import LoggedRunEvent, event_to_wire, run_topic
 from durable_agui.core.event_log import read_run_events, read_thread
 from durable_agui.event_store import EventLog, LogEntry, LoggedEvent
 from durable_agui.event_store.base import read_run
-from durable_agui.sessions.store import SessionStore, Writer
+from durable_agui.sessions.records import Writer
+from durable_agui.sessions.store import SessionStore
 from durable_agui.translation.open_parts import OpenParts
 
 MAX_SIGNAL_BYTES = 256_000

@@ -37,7 +37,7 @@ from durable_agui.sessions import (
     SessionStoreInconsistent,
     session_store,
 )
-from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
 from durable_agui.telemetry.tracing import ATTRIBUTE_NATIVE_TOOL_CALL_IDS, set_attributes
 from durable_agui.translation import tool_result_block, user_content_blocks
 

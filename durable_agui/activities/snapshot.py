@@ -14,7 +14,7 @@ from durable_agui.client.snapshot_refs import messages_ref, refers_to
 from durable_agui.core.contract import STREAMED_MESSAGE_ID, TurnInput
 from durable_agui.core.event_log import read_thread
 from durable_agui.sessions import SessionStore
-from durable_agui.translation.transcript import to_agui_messages
+from durable_agui.translation.transcript import to_agui_messages, tool_use_ids
 
 
 def transcript_is_stale(anchor: str, history: list[Message], last_turn_run_id: str | None) -> bool:
@@ -77,8 +77,7 @@ async def snapshot_if_stale(
         tool_call_ids, pending = turn.tool_call_ids, set[str]()
     else:
         tool_call_ids, pending = await _ids_from_thread()
-    stored = await asyncio.to_thread(store.read_messages, session_id)
-    stored = stored[:start]
+    stored = await asyncio.to_thread(store.read_messages, session_id, 0, start)
     wire_ids = {native: wire for wire, native in tool_call_ids.items()}
     history = to_agui_messages(stored, wire_ids, pending)
     stale = transcript_is_stale(turn.transcript_anchor, history, turn.last_turn_run_id)
@@ -97,9 +96,7 @@ async def snapshot_if_stale(
         )
         for k, m in enumerate(turn.user_messages)
     ]
-    shown = {
-        b["toolUse"]["toolUseId"] for m in stored for b in m.message["content"] if "toolUse" in b
-    }
+    shown = tool_use_ids(stored)
     events.publish_snapshot(
         MessagesSnapshotEvent(messages=history + prompt),
         messages_ref(

@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.core.contract import ErrorType
 from durable_agui.event_store import EventLogReplaced
 from durable_agui.sessions import STORE_ERRORS, SessionStoreInconsistent
-from durable_agui.sessions.store import Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
 
 
 def attempt_writer() -> Writer:

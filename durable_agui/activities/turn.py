@@ -38,7 +38,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
-from durable_agui.sessions.store import Writer
+from durable_agui.sessions.records import Writer
 from durable_agui.sessions.turn_writes import TurnWrites
 from durable_agui.telemetry.tracing import (
     ATTRIBUTE_ANSWERED_NATIVE_IDS,

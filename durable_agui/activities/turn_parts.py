@@ -33,7 +33,7 @@ from durable_agui.core.contract import (
     TokenCounts,
     UserInput,
 )
-from durable_agui.sessions.store import WriterSuperseded
+from durable_agui.sessions.records import WriterSuperseded
 from durable_agui.translation import (
     PLACEHOLDER_TEXT,
     TurnTranslator,

@@ -42,7 +42,7 @@ from ag_ui.core import CustomEvent, Message, MessagesSnapshotEvent, StateSnapsho
 from durable_agui.core.contract import digest, event_to_wire
 from durable_agui.core.settings import Settings
 from durable_agui.event_store import LoggedEvent
-from durable_agui.translation.transcript import to_agui_messages
+from durable_agui.translation.transcript import to_agui_messages, tool_use_ids
 
 if TYPE_CHECKING:
     from durable_agui.sessions import SessionStore
@@ -129,15 +129,9 @@ class SnapshotRefs:
 
     async def _messages(self, ref: dict[str, Any]) -> dict[str, Any]:
         store = _store(self.settings)
-        stored = (await asyncio.to_thread(store.read_messages, self.session_id))[: ref["start"]]
+        stored = await asyncio.to_thread(store.read_messages, self.session_id, 0, ref["start"])
         wire_ids: dict[str, str] = ref["wireIds"]
-        uses = {
-            b["toolUse"]["toolUseId"]
-            for m in stored
-            for b in m.message["content"]
-            if "toolUse" in b
-        }
-        if not uses <= wire_ids.keys():  # rewound since, and called again
+        if not tool_use_ids(stored) <= wire_ids.keys():  # rewound since, and called again
             wire_ids = {**await self.thread_ids(), **wire_ids}
         history = to_agui_messages(stored, wire_ids, set(ref["pending"]))
         prompt: list[Message] = [UserMessage.model_validate(m) for m in ref["prompt"]]

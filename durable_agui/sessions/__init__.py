@@ -5,7 +5,8 @@ One module per store (``file.py``, ``postgres.py``, ``s3.py``), what they share 
 """
 
 from durable_agui.sessions.factory import session_store
-from durable_agui.sessions.store import STORE_ERRORS, SessionStore, SessionStoreInconsistent
+from durable_agui.sessions.records import STORE_ERRORS, SessionStoreInconsistent
+from durable_agui.sessions.store import SessionStore
 
 __all__ = [
     "STORE_ERRORS",

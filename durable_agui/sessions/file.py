@@ -10,8 +10,10 @@ A thread's one writer (``SessionStore.claim``) is recorded in ``<data-dir>/sessi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +28,8 @@ from strands.session.file_session_manager import (
 from strands.session.session_repository import SessionRepository
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
+from durable_agui.sessions.store import PAYLOADS, SessionStore
 
 WRITERS = ".writers"
 """The folder (in ``sessions_dir``) of the writer records; not a session (no prefix)."""
@@ -136,6 +139,29 @@ class FileSessionStore(SessionStore):
             / "messages"
             / f"{MESSAGE_PREFIX}{index}.json"
         )
+
+    def put_payload(self, sha256: str, data: bytes) -> None:
+        folder = self.sessions_dir / PAYLOADS
+        path = folder / sha256
+        if path.exists():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.replace(temporary, path)  # whole or not at all
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+
+    def get_payload(self, sha256: str) -> bytes | None:
+        if len(sha256) != 64 or not sha256.isalnum():
+            return None  # a claim from elsewhere: never a path
+        try:
+            return (self.sessions_dir / PAYLOADS / sha256).read_bytes()
+        except FileNotFoundError:
+            return None
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._truncate_one_by_one(

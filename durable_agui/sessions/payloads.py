@@ -28,17 +28,12 @@ thread as its session already is: keep them together.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
 import logging
-import os
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy.dialects.postgresql import insert
 from temporalio.api.common.v1 import Payload
 from temporalio.api.sdk.v1.external_storage_pb2 import ExternalStorageReference
 from temporalio.converter import (
@@ -52,16 +47,11 @@ from temporalio.converter import (
 
 from durable_agui.core.settings import Settings
 from durable_agui.sessions.factory import session_store
-from durable_agui.sessions.file import FileSessionStore
-from durable_agui.sessions.s3 import S3SessionStore
-from durable_agui.sessions.store import SessionStore
 
 logger = logging.getLogger(__name__)
 
 DRIVER_NAME = "durable-agui-session-store"
 """The driver's name in every reference (Temporal looks the driver up by it)."""
-PAYLOADS = ".payloads"
-"""The folder (``file``) or key prefix (``s3``) of stored payloads."""
 NEVER = 2**62
 """The threshold of a process told to store nothing (it still reads references)."""
 
@@ -95,7 +85,7 @@ class SessionStorePayloads(StorageDriver):
             data = payload.SerializeToString(deterministic=True)
             sha256 = hashlib.sha256(data).hexdigest()
             try:
-                await asyncio.to_thread(put, store, sha256, data)
+                await asyncio.to_thread(store.put_payload, sha256, data)
             except OSError as err:  # the file store's disk: away, as a database can be
                 raise StoredPayloadUnwritable(f"storing a payload failed: {err}") from err
             claims.append(StorageDriverClaim(claim_data={"sha256": sha256}))
@@ -108,7 +98,7 @@ class SessionStorePayloads(StorageDriver):
         payloads = []
         for claim in claims:
             sha256 = claim.claim_data.get("sha256", "")
-            data = await asyncio.to_thread(get, store, sha256)
+            data = await asyncio.to_thread(store.get_payload, sha256)
             if data is None or hashlib.sha256(data).hexdigest() != sha256:
                 logger.warning(
                     "stored payload %r is %s", sha256[:80], "missing" if data is None else "changed"
@@ -171,70 +161,3 @@ def payload_storage(settings: Settings) -> ExternalStorage:
     return _LenientStorage(
         drivers=[SessionStorePayloads(settings)], payload_size_threshold=threshold
     )
-
-
-def put(store: SessionStore, sha256: str, data: bytes) -> None:
-    """Store ``data`` under ``sha256`` (nothing when it is there already). Blocking.
-
-    Raises:
-        What the store raises (``STORE_ERRORS``, ``OSError``).
-    """
-    if isinstance(store, FileSessionStore):
-        folder = store.sessions_dir / PAYLOADS
-        path = folder / sha256
-        if path.exists():
-            return
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temporary, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-    elif isinstance(store, S3SessionStore):
-        store.client.put_object(Bucket=store.bucket, Key=_s3_key(store, sha256), Body=data)
-    else:
-        from durable_agui.sessions.postgres import PostgresSessionStore
-        from durable_agui.sessions.postgres_schema import payload_table
-
-        assert isinstance(store, PostgresSessionStore)
-        row = {"sha256": sha256, "data": data, "stored_at": time.time()}
-        with store.engine.begin() as connection:
-            connection.execute(insert(payload_table).values(row).on_conflict_do_nothing())
-
-
-def get(store: SessionStore, sha256: str) -> bytes | None:
-    """The payload stored under ``sha256``, or ``None``. Blocking."""
-    if isinstance(store, FileSessionStore):
-        if len(sha256) != 64 or not sha256.isalnum():
-            return None  # a claim from elsewhere: never a path
-        try:
-            return (store.sessions_dir / PAYLOADS / sha256).read_bytes()
-        except FileNotFoundError:
-            return None
-    if isinstance(store, S3SessionStore):
-        client = store.client
-        try:
-            found = client.get_object(Bucket=store.bucket, Key=_s3_key(store, sha256))
-        except client.exceptions.NoSuchKey:
-            return None
-        body: bytes = found["Body"].read()
-        return body
-    from durable_agui.sessions.postgres import PostgresSessionStore
-    from durable_agui.sessions.postgres_schema import payload_table
-
-    assert isinstance(store, PostgresSessionStore)
-    with store.engine.connect() as connection:
-        data = connection.execute(
-            payload_table.select()
-            .with_only_columns(payload_table.c.data)
-            .where(payload_table.c.sha256 == sha256)
-        ).scalar_one_or_none()
-    return None if data is None else bytes(data)
-
-
-def _s3_key(store: S3SessionStore, sha256: str) -> str:
-    prefix = store.prefix.strip("/")
-    return f"{prefix}/{PAYLOADS}/{sha256}" if prefix else f"{PAYLOADS}/{sha256}"

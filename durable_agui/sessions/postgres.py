@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,11 +60,13 @@ from durable_agui.sessions.postgres_schema import (
     check_schema,
     message_table,
     metadata,
+    payload_table,
     session_table,
     upgrade_schema,
     writer_table,
 )
-from durable_agui.sessions.store import CheckedRepository, SessionStore, Writer, WriterSuperseded
+from durable_agui.sessions.records import CheckedRepository, Writer, WriterSuperseded
+from durable_agui.sessions.store import SessionStore
 
 __all__ = [
     "VERSION_TABLE",
@@ -358,6 +361,18 @@ class PostgresSessionStore(SessionStore):
                 rows = connection.execute(select(table).order_by(*table.primary_key.columns))
                 snapshot[table.name] = [tuple(row) for row in rows]
         return snapshot
+
+    def put_payload(self, sha256: str, data: bytes) -> None:
+        row = {"sha256": sha256, "data": data, "stored_at": time.time()}
+        with self._ready().engine.begin() as connection:
+            connection.execute(insert(payload_table).values(row).on_conflict_do_nothing())
+
+    def get_payload(self, sha256: str) -> bytes | None:
+        with self._ready().engine.connect() as connection:
+            data = connection.scalar(
+                select(payload_table.c.data).where(payload_table.c.sha256 == sha256)
+            )
+        return None if data is None else bytes(data)
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._ready().delete_messages_from(thread_id, AGENT_ID, keep)

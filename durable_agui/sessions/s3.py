@@ -26,7 +26,8 @@ from strands.session.s3_session_manager import (
 from strands.session.session_repository import SessionRepository
 
 from durable_agui.core.contract import AGENT_ID
-from durable_agui.sessions.store import SessionStore, Writer, WriterSuperseded
+from durable_agui.sessions.records import Writer, WriterSuperseded
+from durable_agui.sessions.store import PAYLOADS, SessionStore
 
 
 class _S3Repository(S3SessionManager):
@@ -118,6 +119,21 @@ class S3SessionStore(SessionStore):
             f"{prefix}/{SESSION_PREFIX}{thread_id}" if prefix else f"{SESSION_PREFIX}{thread_id}"
         )
         return f"{session}/agents/{AGENT_PREFIX}{AGENT_ID}/messages/{MESSAGE_PREFIX}{index}.json"
+
+    def put_payload(self, sha256: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._payload_key(sha256), Body=data)
+
+    def get_payload(self, sha256: str) -> bytes | None:
+        try:
+            found = self.client.get_object(Bucket=self.bucket, Key=self._payload_key(sha256))
+        except self.client.exceptions.NoSuchKey:
+            return None
+        body: bytes = found["Body"].read()
+        return body
+
+    def _payload_key(self, sha256: str) -> str:
+        prefix = self.prefix.strip("/")
+        return f"{prefix}/{PAYLOADS}/{sha256}" if prefix else f"{PAYLOADS}/{sha256}"
 
     def truncate_messages(self, thread_id: str, keep: int) -> int:
         return self._truncate_one_by_one(

@@ -30,7 +30,8 @@ from strands.session.session_repository import SessionRepository
 from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
-from durable_agui.sessions.store import SessionStore, Writer
+from durable_agui.sessions.records import Writer
+from durable_agui.sessions.store import SessionStore
 
 
 class TurnWrites(SessionRepository):

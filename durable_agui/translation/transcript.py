@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 _PARTS: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
 
 
+def tool_use_ids(stored: list[SessionMessage]) -> set[str]:
+    """The native ids of the tool calls in ``stored`` (their ``toolUse`` blocks)."""
+    return {
+        b["toolUse"]["toolUseId"] for m in stored for b in m.message["content"] if "toolUse" in b
+    }
+
+
 def _text(blocks: list[Any]) -> str:
     return "".join(block["text"] for block in blocks if "text" in block)
 

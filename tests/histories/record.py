@@ -70,7 +70,7 @@ from durable_agui.core.contract import (
 )
 from durable_agui.core.decision_links import Decision
 from durable_agui.core.settings import Settings
-from durable_agui.sessions.store import Writer
+from durable_agui.sessions.records import Writer
 from durable_agui.worker import (
     ThreadWorkers,
     agent_activities,
