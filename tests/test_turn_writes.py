@@ -45,14 +45,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
 def test_a_turn_reaches_the_store_at_its_commit_each_record_once(store: SessionStore) -> None:
     writer = Writer(100, "turn 1")
     store.claim("gathered", writer)
-    TurnWrites(store, "gathered", writer, 0)  # the session record, made at once
-    before = store.snapshot()
     writes = turn(store, "gathered", writer, 0, "hello")
-    assert store.snapshot() == before
+    # At once: the prompt, and the agent record it needs (a client connecting mid-run is
+    # shown the prompt); the answer and the state wait.
+    assert texts(store.read_messages("gathered")) == ["hello"]
+    agent = store.repository().read_agent("gathered", AGENT_ID)
+    assert agent is not None and agent.state == {}
     assert texts(writes.list_messages("gathered", AGENT_ID)) == ["hello", "echo: hello"]
     held = writes.holds
     writes.commit()
-    assert held == 3  # two messages and the agent record, each written once
+    assert held == 2  # the answer and the agent record, each written once
     assert texts(store.read_messages("gathered")) == ["hello", "echo: hello"]
     agent = store.repository().read_agent("gathered", AGENT_ID)
     assert agent is not None and agent.state == {"turns": 1}
@@ -75,6 +77,21 @@ def test_a_turn_reaches_the_store_at_its_commit_each_record_once(store: SessionS
     later = SessionMessage.from_message({"role": "user", "content": [{"text": "later"}]}, 4)
     writes.create_message("gathered", AGENT_ID, later)
     assert store.verified_count("gathered", 4) == 5  # written at once
+
+
+def test_a_failed_turn_leaves_the_store_as_it_found_it_but_for_its_prompt(
+    store: SessionStore,
+) -> None:
+    writer = Writer(100, "turn 1")
+    store.claim("failed", writer)
+    turn(store, "failed", writer, 0, "hello").commit()
+    before = store.snapshot()
+    writes = turn(store, "failed", writer, 2, "again")
+    writes.discard()
+    writes.commit()
+    assert texts(store.read_messages("failed")) == ["hello", "echo: hello", "again"]
+    assert store.truncate_as("failed", 2, writer) == 1  # what the next turn cuts
+    assert store.snapshot() == before
 
 
 def test_a_result_before_the_turns_start_is_written_at_once(store: SessionStore) -> None:
@@ -101,6 +118,7 @@ def test_a_superseded_writers_commit_writes_nothing(store: SessionStore) -> None
     with pytest.raises(WriterSuperseded):
         writes.commit()
     assert store.snapshot() == before
+    store.truncate_as("fenced", 0, retry)  # as run_turn does first: the zombie's prompt goes
     retried = turn(store, "fenced", retry, 0, "hello")
     retried.commit()
     assert texts(store.read_messages("fenced")) == ["hello", "echo: hello"]

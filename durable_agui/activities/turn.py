@@ -52,16 +52,6 @@ from durable_agui.translation.undeclared_tools import warn_undeclared
 logger = logging.getLogger(__name__)
 
 
-async def commit_failed(writes: TurnWrites) -> None:
-    """Commit what a failed attempt wrote, as the store held it before writes were gathered
-    (the next attempt, or the thread's next turn, cuts it away). Its own failure is what the
-    activity reports: one of the commit is only logged."""
-    try:
-        await asyncio.to_thread(writes.commit)
-    except Exception as err:
-        logger.warning("the failed turn's session writes were not committed: %s", err)
-
-
 def initial_state(agent: str, state: Any) -> dict[str, Any]:
     """The agent's initial state as a dict (a factory may give an ``AgentState``).
 
@@ -253,7 +243,7 @@ class TurnActivities:
                     try:
                         stop_reason, usage = await attempt.streamed()
                     except Exception:
-                        await commit_failed(writes)
+                        writes.discard()
                         raise
                     await asyncio.to_thread(writes.commit)
                     await attempt.answer_not_offered(start)

@@ -111,6 +111,11 @@ class S3SessionStore(SessionStore):
             raise WriterSuperseded(f"{who} writes thread {thread_id!r} now, not {writer.name}")
         yield
 
+    @contextmanager
+    def committing(self, thread_id: str, writer: Writer) -> Iterator[SessionRepository]:
+        # No lock to hold: the writer is checked before each write, as outside a commit.
+        yield self.checked_repository(thread_id, writer)
+
     def message_key(self, thread_id: str, index: int) -> str:
         """Where ``S3SessionManager`` keeps message ``index`` of the thread's agent (the
         layout in its docstring, from its public name prefixes)."""

@@ -9,15 +9,25 @@ before the turn ends: a retried or failed turn is cut back to its starting point
 ``TurnWrites`` is the repository the turn's session manager writes through: it holds the
 turn's messages (indices from its start) and agent records, reads them back over the
 store's, and ``commit`` writes each once, inside one ``SessionStore.committing`` (one
-transaction on PostgreSQL, one check of the writer on every store).
+transaction on PostgreSQL; the writer checked under a lock on ``file``, before each write on
+``s3``).
 
-What it does not hold: a change to a message before the turn's start (an approved call's
-result replacing its placeholder, ``run_approved``) is written at once, because it records
-that a call ran, which a retry must see to not run it again (issue 43, "Each decision
-written once", item 3). After ``commit`` every write goes straight to the store.
+What it does not hold, because something reads it before the turn ends:
 
-A worker that dies before ``commit`` leaves the session as the turn found it, which is what
-the retry cuts it back to today: the guarantee stays exactly-once.
+- a change to a message before the turn's start (an approved call's result replacing its
+  placeholder, ``run_approved``): it records that a call ran, which a retry must see so as
+  not to run it again;
+- the user message that opens the turn (and, on a thread's first turn, the agent record it
+  needs): a client that connects while the turn runs is shown the history with the run's
+  prompt (``api/connect.py``), and the run's own events show the rest.
+
+After ``commit`` every write goes straight to the store. (Issue 43, "Each decision written
+once", item 3.)
+
+A worker that dies before ``commit`` leaves the session as the turn found it, but for its
+prompt, which is what a retry cuts it back to anyway: the guarantee stays exactly-once. A
+turn that fails drops what it holds (``discard``): the next attempt, or the thread's next
+turn, starts from the stored session, its conversation manager's record included.
 """
 
 from __future__ import annotations
@@ -86,8 +96,24 @@ class TurnWrites(SessionRepository):
         self._messages.clear()
         self._agents.clear()
 
-    def _held(self, index: int) -> bool:
-        return not self.committed and index >= self._start
+    def discard(self) -> None:
+        """Drop what the turn holds (it failed): nothing of it reaches the store."""
+        self._messages.clear()
+        self._agents.clear()
+
+    def _held(self, index: int, message: SessionMessage) -> bool:
+        if self.committed or index < self._start:
+            return False
+        return not (index == self._start and message.message["role"] == "user")
+
+    def _made_here(self, agent_id: str) -> bool:
+        return agent_id in self._agents and agent_id not in self._stored_agents
+
+    def _store_agent(self, session_id: str, agent_id: str) -> None:
+        """Write a record made in this turn at once (a message written at once needs it)."""
+        if self._made_here(agent_id):
+            self._direct.create_agent(session_id, self._agents.pop(agent_id))
+            self._stored_agents.add(agent_id)
 
     # -- SessionRepository ----------------------------------------------------------------
 
@@ -125,9 +151,10 @@ class TurnWrites(SessionRepository):
     def create_message(
         self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any
     ) -> None:
-        if self._held(session_message.message_id):
+        if self._held(session_message.message_id, session_message):
             self._messages[agent_id, session_message.message_id] = copy.deepcopy(session_message)
         else:
+            self._store_agent(session_id, agent_id)
             self._direct.create_message(session_id, agent_id, session_message, **kwargs)
 
     def read_message(
@@ -155,12 +182,13 @@ class TurnWrites(SessionRepository):
         offset: int = 0,
         **kwargs: Any,
     ) -> list[SessionMessage]:
-        held = {i: m for (a, i), m in self._messages.items() if a == agent_id}
-        if not held:
+        if self._made_here(agent_id):
+            stored = []  # none stored yet (the file store would raise)
+        elif not any(a == agent_id for a, _ in self._messages):
             return self._direct.list_messages(session_id, agent_id, limit, offset, **kwargs)
-        # An agent made in this turn has no messages stored (the file store would raise).
-        made_here = agent_id in self._agents and agent_id not in self._stored_agents
-        stored = [] if made_here else self._direct.list_messages(session_id, agent_id, **kwargs)
+        else:
+            stored = self._direct.list_messages(session_id, agent_id, **kwargs)
+        held = {i: m for (a, i), m in self._messages.items() if a == agent_id}
         merged = {m.message_id: m for m in stored} | {i: copy.deepcopy(m) for i, m in held.items()}
         listed = [merged[i] for i in sorted(merged)][offset:]
         return listed if limit is None else listed[:limit]
