@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,6 +84,8 @@ class Process:
     env: Mapping[str, str]
     log: Path
     popen: subprocess.Popen[bytes] | None = None
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the child inherits (a listening socket bound here: no port race)."""
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +97,7 @@ class Process:
                 stderr=subprocess.STDOUT,
                 cwd=ROOT,
                 preexec_fn=die_with_parent,
+                pass_fds=self.pass_fds,
             )
 
     @property
@@ -292,15 +296,22 @@ class Baseline:
     """``uvicorn bench.baseline_app:app``: the ``ag_ui_strands`` endpoint, in-process state."""
 
     def __init__(self, folder: Path, env: Mapping[str, str]) -> None:
-        self.port = free_port()
+        # Bound here and handed to uvicorn (--fd): a port picked now and bound only when the
+        # app starts, after ours' stack, was once taken meanwhile (CI: address already in use).
+        self.socket = socket.socket()
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind(("127.0.0.1", 0))
+        self.port: int = self.socket.getsockname()[1]
+        fd = self.socket.fileno()
         self.app = Process(
             "baseline",
             [
                 sys.executable, "-m", "uvicorn", "bench.baseline_app:app",
-                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+                "--fd", str(fd), "--log-level", "warning",
             ],
             {**os.environ, **env},
             folder / "baseline.log",
+            pass_fds=(fd,),
         )  # fmt: skip
 
     @property
@@ -314,6 +325,7 @@ class Baseline:
 
     def stop(self) -> None:
         self.app.stop()
+        self.socket.close()
 
 
 @contextlib.contextmanager
