@@ -247,7 +247,7 @@ async def test_dev_on_a_busy_api_port_says_so_in_one_line_and_starts_nothing(
 def bound_port() -> Iterator[int]:
     """A loopback port a socket is bound to without listening: a connect finds nothing."""
     with socket.socket() as held:
-        held.bind(("127.0.0.1", free_port()))
+        held.bind(("127.0.0.1", 0))  # not free_port(): it reserves, which a bind refuses
         yield held.getsockname()[1]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+import ephemeral_port_reserve
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
@@ -44,21 +45,29 @@ def temporal_binary() -> Path:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port free on ``host`` now, picked below Linux's ephemeral range (32768-60999) so
-    that outgoing connections, which take ports from that range, do not grab it before a
-    server binds it again after a restart. Falls back to an ephemeral port."""
+    """A port free on ``host`` now and reserved for a minute: left in TIME_WAIT
+    (``ephemeral_port_reserve``), so that no other caller of ``free_port``, in this process
+    or another, picks it before the server it was picked for binds it. A picker's test bind,
+    without ``SO_REUSEADDR``, fails on it; a server's bind, with ``SO_REUSEADDR`` (Go,
+    uvicorn, asyncio, ``http.server`` and PostgreSQL all set it), succeeds. Before, two pytest
+    workers could pick the same port and the second server to start found it taken.
+
+    Picked below Linux's ephemeral range (32768-60999) so that outgoing connections, which
+    take ports from that range, do not grab it before a server binds it again after a
+    restart. Falls back to an ephemeral port.
+    """
     for _ in range(50):
         port = random.randrange(20000, 32768)
         with socket.socket() as sock:
             try:
                 sock.bind((host, port))
-            except OSError:
+            except OSError:  # bound, listened on, or reserved by another picker
                 continue
-            return port
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        found: int = sock.getsockname()[1]
-        return found
+        # Bound by someone else in between, reserve() falls back to an ephemeral port.
+        reserved: int = ephemeral_port_reserve.reserve(host, port)
+        return reserved
+    reserved = ephemeral_port_reserve.reserve(host, 0)
+    return reserved
 
 
 def port_in_use(host: str, port: int) -> bool:
