@@ -38,7 +38,7 @@ from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider,
 from strands.types.content import Message
 from strands.types.tools import AgentTool, ToolResult, ToolUse
 
-from durable_agui.activities.turn_parts import HandOverTool, run_tool
+from durable_agui.activities.turn_parts import ApprovalGate, HandOverTool, run_tool
 from durable_agui.translation import is_placeholder
 
 logger = logging.getLogger(__name__)
@@ -51,10 +51,14 @@ HOOK_FAILED = "A hook failed before this tool call ({failed}); it was not run."
 
 
 def hides(event: Any) -> bool:
-    """Whether ``event`` is a run of a stand-in, which the author's hooks do not see."""
-    return isinstance(event, BeforeToolCallEvent | AfterToolCallEvent) and isinstance(
-        event.selected_tool, HandOverTool
-    )
+    """Whether ``event`` is a run of a stand-in, which the author's hooks do not see: a
+    placeholder's, or a gate's that hands its call over."""
+    if not isinstance(event, BeforeToolCallEvent | AfterToolCallEvent):
+        return False
+    tool = event.selected_tool
+    if isinstance(tool, ApprovalGate):
+        return tool.hands_over(event.tool_use)
+    return isinstance(tool, HandOverTool)
 
 
 def screened_callback(callback: Any) -> Any:
@@ -189,19 +193,19 @@ async def _cancelled(agent: Agent, before: BeforeToolCallEvent) -> ToolResult:
 
 
 def arrived_results(
-    messages: list[Message], ran_here: Collection[str], skipped: Collection[str]
+    messages: list[Message], ran_here: Callable[[ToolUse], bool], skipped: Collection[str]
 ) -> Iterator[tuple[ToolUse, ToolResult]]:
     """The results the turn reads first that no tool of this turn's agent produced: the
     tool results that end the history (a user message after the model's tool calls), for
-    calls whose tool is not in ``ran_here`` and whose id is not in ``skipped``, that are
-    not a placeholder."""
+    calls not ``ran_here`` and whose id is not in ``skipped``, that are not a
+    placeholder."""
     uses = _last_tool_uses(messages)
     for block in messages[-1]["content"] if uses else []:
         result = block.get("toolResult")
         use = uses.get(result["toolUseId"]) if result else None
         if use is None or result is None or is_placeholder(result):
             continue
-        if use["name"] not in ran_here and use["toolUseId"] not in skipped:
+        if not ran_here(use) and use["toolUseId"] not in skipped:
             yield use, result
 
 
@@ -218,7 +222,10 @@ def _last_tool_uses(messages: list[Message]) -> dict[str, ToolUse]:
 
 
 async def tell_arrived_results(
-    agent: Agent, ran_here: Collection[str], skipped: Collection[str], state: dict[str, Any]
+    agent: Agent,
+    ran_here: Callable[[ToolUse], bool],
+    skipped: Collection[str],
+    state: dict[str, Any],
 ) -> None:
     """``AfterToolCallEvent`` for each of ``arrived_results`` (read only: ``selected_tool``
     is ``None``, a change of ``result`` is not stored)."""

@@ -24,6 +24,7 @@ from durable_agui.activities.telemetry import measured_turn, tool_call_attribute
 from durable_agui.activities.turn_parts import (
     TurnAgent,
     build_failed,
+    turn_approvals,
     turn_tools,
 )
 from durable_agui.activities.turn_run import TurnRun
@@ -179,12 +180,13 @@ class TurnActivities:
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         """``run_turn``'s work (it measures it)."""
         built = await self._build(turn)
-        tools, placeholders, frontend_names = turn_tools(built, turn.frontend_tools)
+        approvals = turn_approvals(built, turn.consents)
+        tools, placeholders, frontend_names = turn_tools(built, turn.frontend_tools, approvals)
         offered = {tool.name for tool in built.definition.frontend_tools}
         translator = TurnTranslator(
             turn.run_id,
             frontend_names,
-            dict(built.definition.approvals),
+            approvals,
             attempt=activity.info().attempt,
             predict_state=built.definition.predict_state,
             known_tool_names={tool.tool_name for tool in tools},
@@ -235,6 +237,7 @@ class TurnActivities:
                         built,
                         tools,
                         placeholders,
+                        approvals,
                         session,
                         events,
                         translator,

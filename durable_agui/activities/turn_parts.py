@@ -18,12 +18,13 @@ from strands.types.exceptions import (
     EventLoopException,
     ModelThrottledException,
 )
-from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.agents import AgentDefinition
+from durable_agui.agents.approvals import TurnApprovals
 from durable_agui.agents.definition import normal_tool_name
 from durable_agui.core.contract import (
     ApprovedCall,
@@ -49,8 +50,8 @@ class TurnAgent:
     """One turn's agent, built from its definition before the session is touched.
 
     ``arguments``: the ``strands.Agent`` keyword arguments (model resolved, tools not
-    included); ``tools``: the backend tools by name (those named in ``approvals`` become
-    placeholders in the turn).
+    included); ``tools``: the backend tools by name (those named in ``approvals`` are
+    behind their ``ApprovalGate`` in the turn).
     """
 
     definition: AgentDefinition
@@ -83,10 +84,55 @@ def placeholder_tool(spec: ToolSpec) -> AgentTool:
     return HandOverTool(spec["name"], spec, hand_over)
 
 
-def ran_here(built: TurnAgent) -> set[str]:
-    """The names of the tools the turn's agent runs itself when the model calls them (its
-    backend tools not behind an approval)."""
-    return {name for name in built.tools if name not in built.definition.approvals}
+class ApprovalGate(AgentTool):
+    """A backend tool behind an approval policy (``agents.approvals``): a call its policy
+    asks about is handed over, as ``placeholder_tool`` does; any other runs the tool. The
+    turn's stream reads the same ``TurnApprovals`` (``TurnTranslator``), so the call's kind
+    on the wire and what ran agree."""
+
+    def __init__(self, tool: AgentTool, approvals: TurnApprovals) -> None:
+        super().__init__()
+        self.tool = tool
+        self._approvals = approvals
+        self._hand_over = placeholder_tool(tool.tool_spec)
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool.tool_name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self.tool.tool_spec
+
+    @property
+    def tool_type(self) -> str:
+        return self.tool.tool_type
+
+    def hands_over(self, tool_use: ToolUse) -> bool:
+        """Whether the policy asks a person about this call."""
+        given = tool_use.get("input")
+        arguments = given if isinstance(given, dict) else {}
+        return self._approvals.asking(self.tool_name, arguments) is not None
+
+    def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> ToolGenerator:
+        chosen = self._hand_over if self.hands_over(tool_use) else self.tool
+        return chosen.stream(tool_use, invocation_state, **kwargs)
+
+
+def ran_here(built: TurnAgent, approvals: TurnApprovals) -> Callable[[ToolUse], bool]:
+    """Whether the turn's agent ran a call itself: a backend tool its policy did not ask a
+    person about (the thread's consents as they are now: they only grow)."""
+
+    def ran(tool_use: ToolUse) -> bool:
+        name = tool_use["name"]
+        if name not in built.tools:
+            return False
+        given = tool_use.get("input")
+        return approvals.asking(name, given if isinstance(given, dict) else {}) is None
+
+    return ran
 
 
 def frontend_spec(tool: FrontendTool) -> ToolSpec:
@@ -206,23 +252,33 @@ async def run_tool(
     return final or {"toolUseId": tool_use["toolUseId"], "status": "error", "content": []}
 
 
+def turn_approvals(built: TurnAgent, consents: list[str]) -> TurnApprovals:
+    """The turn's approval rules over its backend tools, with the thread's ``consents``."""
+    return TurnApprovals(
+        built.definition.approvals,
+        {
+            name: tool.tool_spec.get("inputSchema", {}).get("json", {})
+            for name, tool in built.tools.items()
+        },
+        frozenset(consents),
+    )
+
+
 def turn_tools(
-    built: TurnAgent, frontend_tools: list[FrontendTool]
+    built: TurnAgent, frontend_tools: list[FrontendTool], approvals: TurnApprovals
 ) -> tuple[list[AgentTool], dict[str, AgentTool], set[str]]:
-    """The turn's tools: the agent's backend tools, those that need approval replaced by
-    placeholders, and one placeholder per client-declared frontend tool. Returns the tools,
-    the approval placeholders by name, and the frontend tools' names.
+    """The turn's tools: the agent's backend tools, those behind an approval policy in their
+    ``ApprovalGate``, and one placeholder per client-declared frontend tool. Returns the
+    tools, the gates by name, and the frontend tools' names.
 
     A frontend tool named as a backend one (as Strands compares names) is the backend's:
     the API refuses those for static tools, a factory's are known only here.
     """
-    approvals = built.definition.approvals
+    gated = approvals.gated()
     backend = {normal_tool_name(name) for name in built.tools}
     frontend = [t for t in frontend_tools if normal_tool_name(t.name) not in backend]
-    placeholders = {
-        name: placeholder_tool(tool.tool_spec)
-        for name, tool in built.tools.items()
-        if name in approvals
+    placeholders: dict[str, AgentTool] = {
+        name: ApprovalGate(tool, approvals) for name, tool in built.tools.items() if name in gated
     }
     tools = [placeholders.get(name, tool) for name, tool in built.tools.items()]
     tools += [placeholder_tool(frontend_spec(t)) for t in frontend]

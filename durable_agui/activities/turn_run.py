@@ -40,6 +40,7 @@ from durable_agui.activities.turn_parts import (
     superseded_by,
     with_context,
 )
+from durable_agui.agents.approvals import TurnApprovals
 from durable_agui.agents.emit import EMITTER_KEY
 from durable_agui.core.contract import AGENT_ID, TOO_MANY_CALLS, TokenCounts, TurnInput
 from durable_agui.core.event_log import read_thread
@@ -73,6 +74,7 @@ class TurnRun:
     tools: list[Any]
     """The turn's tools (``AgentTool``s; Strands' ``Agent`` takes a wider list)."""
     placeholders: dict[str, AgentTool]
+    approvals: TurnApprovals
     session: RepositorySessionManager
     events: RunEventPublisher
     translator: TurnTranslator
@@ -157,7 +159,9 @@ class TurnRun:
         agent.state = shared.state  # the session manager persists agent.state as it is now
         invocation_state = {"context": context_state(turn.context), EMITTER_KEY: events}
         approved = {call.native_id for call in turn.approved}
-        await tell_arrived_results(agent, ran_here(self.built), approved, invocation_state)
+        await tell_arrived_results(
+            agent, ran_here(self.built, self.approvals), approved, invocation_state
+        )
         if turn.approved:
             await run_approved(
                 turn, self.built, agent, self.session, events, translator, shared, invocation_state

@@ -80,6 +80,7 @@ class WebhookActivities:
         """The delivery's body; a ``thread.waiting`` one with each approval's decision links
         (``decisionLinks``) when the worker signs them (``Settings.decision_link_key``)."""
         key, base_url = self._settings.decision_link_key, self._settings.public_url
-        if delivery.event != "thread.waiting" or key is None or base_url is None:
+        asks = delivery.event in ("thread.waiting", "approval.escalated")
+        if not asks or key is None or base_url is None:
             return delivery.body
         return body_links(key.get_secret_value(), base_url, delivery.body, delivery.idempotency_key)

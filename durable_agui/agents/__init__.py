@@ -9,6 +9,7 @@ from durable_agui.agents.definition import (
     AgentDefinitionError,
     AgentFactory,
     ApprovalRule,
+    ApprovalStep,
     PredictState,
     TurnContext,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "AgentRegistry",
     "AgentsNotLoaded",
     "ApprovalRule",
+    "ApprovalStep",
     "ClientTool",
     "PredictState",
     "TurnContext",

@@ -17,12 +17,12 @@ from strands.hooks import HookProvider
 from strands.models.model import Model
 from strands.types.tools import AgentTool
 
+from durable_agui.agents.approvals import PolicyError, check_approvals
 from durable_agui.agents.client_tools import check_client_tools
 from durable_agui.agents.models import check_model_spec
 from durable_agui.agents.rules import (
     THREAD_OWNED,
     AgentDefinitionError,
-    ApprovalRule,
     PredictState,
 )
 from durable_agui.core.contract import MULTITASK_STRATEGIES
@@ -201,9 +201,29 @@ def _check_factory_and_approvals(agent: str, definition: AgentDefinition) -> Non
         raise _refusal(
             agent, "approvals", "a dict of tool name to ApprovalRule", definition.approvals
         )
-    for tool_name, rule in definition.approvals.items():
-        if not isinstance(rule, ApprovalRule):
-            raise _refusal(agent, f"approvals[{tool_name!r}]", "an ApprovalRule", rule)
+    static = None if factory is not None else definition.tools
+    check_policies(agent, definition.approvals, static)
+
+
+def check_policies(agent: str, approvals: Mapping[str, Any], tools: Any) -> None:
+    """Refuse an approval policy that cannot be served (``approvals.check_approvals``);
+    ``tools``: the agent's tools, for the input schemas of editable rules (``None``: not
+    known yet, a factory gives them per turn).
+
+    Raises:
+        AgentDefinitionError: naming the agent, the tool and the field.
+    """
+    schemas = None
+    if isinstance(tools, list | tuple):
+        schemas = {
+            str(tool.tool_name): tool.tool_spec.get("inputSchema", {}).get("json", {})
+            for tool in tools
+            if isinstance(tool, AgentTool)
+        }
+    try:
+        check_approvals(approvals, schemas)
+    except PolicyError as err:
+        raise AgentDefinitionError(f"agent {agent!r}: {err}") from None
 
 
 def _check_agent_kwargs(agent: str, definition: AgentDefinition) -> None:

@@ -14,9 +14,11 @@ from typing import Any
 
 from strands.models.model import Model
 
+from durable_agui.agents.approvals import Rules
 from durable_agui.agents.checks import (
     check_agent_arguments,
     check_definition,
+    check_policies,
     check_tool_loaders,
     check_tools,
     normal_tool_name,
@@ -28,6 +30,7 @@ from durable_agui.agents.rules import (
     AgentDefinitionError,
     AgentFactory,
     ApprovalRule,
+    ApprovalStep,
     PredictState,
     TurnContext,
 )
@@ -39,6 +42,7 @@ __all__ = [
     "AgentDefinitionError",
     "AgentFactory",
     "ApprovalRule",
+    "ApprovalStep",
     "ClientTool",
     "PredictState",
     "TurnContext",
@@ -56,7 +60,8 @@ class AgentDefinition:
     ``"offline"``...), or ``None`` for ``DURABLE_AGUI_MODEL``.
     ``tools``: Strands tools (``@tool`` functions or ``AgentTool`` objects) that run on the
     server, inside the ``run_turn`` activity: ordinary Python, sync or async, free to do I/O.
-    ``approvals`` names the tools among them that need a person's approval first.
+    ``approvals`` names the tools among them that need a person's approval first, each
+    with its ``ApprovalRule`` or tiers of them (``durable_agui.agents.approvals``).
     ``hooks``: Strands hook providers (shared by every turn); ``conversation_manager`` is
     copied for each turn (it keeps per-conversation state); ``state``: the agent state a new
     thread starts with (Strands restores a thread's own state after that).
@@ -92,7 +97,7 @@ class AgentDefinition:
     model: Model | str | None = None
     system_prompt: str | None = None
     tools: Sequence[Any] = field(default_factory=tuple)
-    approvals: Mapping[str, ApprovalRule] = field(default_factory=dict)
+    approvals: Mapping[str, Rules] = field(default_factory=dict)
     hooks: Sequence[Any] = field(default_factory=tuple)
     conversation_manager: Any = None
     state: Mapping[str, Any] | None = None
@@ -149,4 +154,5 @@ class AgentDefinition:
             check_tool_loaders(self.name, built)
             arguments.update(built)
             check_tools(self.name, arguments.get("tools"), self.approvals)
+            check_policies(self.name, self.approvals, arguments.get("tools"))
         return arguments

@@ -1,5 +1,5 @@
-"""The parts of an agent definition that the rest of the server reads: approvals,
-predictive state, a turn's context, and the error a definition that cannot be served
+"""The parts of an agent definition that the rest of the server reads: approvals (their
+rules are ``approvals``'), predictive state, a turn's context, and the error a definition that cannot be served
 raises. Plain data; ``definition`` builds agents from them, ``translation`` follows them."""
 
 from __future__ import annotations
@@ -8,22 +8,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from durable_agui.agents.approvals import ApprovalRule, ApprovalStep
+
+__all__ = [
+    "THREAD_OWNED",
+    "AgentDefinitionError",
+    "AgentFactory",
+    "ApprovalRule",
+    "ApprovalStep",
+    "PredictState",
+    "TurnContext",
+]
+
 THREAD_OWNED = frozenset({"session_manager", "agent_id", "messages", "name"})
 """``strands.Agent`` arguments the thread sets itself (``name`` is the definition's): an
 agent definition may not."""
-
-
-@dataclass(frozen=True)
-class ApprovalRule:
-    """A backend tool that runs only once a person approves it (an AG-UI 1.0 interrupt).
-
-    ``message`` is shown to the person; ``response_schema`` (JSON Schema) describes the
-    payload the person may send with the approval. The tool reads that payload from
-    ``tool_context.invocation_state["approval"]`` (``@tool(context=True)``).
-    """
-
-    message: str
-    response_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,7 @@ async def current_principal(request: Request) -> str:
     except (ValueError, TypeError, KeyError) as err:
         # PyJWT's key loaders raise these for a token whose header names another key type.
         raise unauthorized("invalid token") from err
+    request.state.jwt_claims = claims  # for the claims an approval policy compares
     if str(claims["sub"]) == ANONYMOUS:
         # Reserved for DURABLE_AGUI_AUTH=none, whose threads have the plain thread ids: it
         # would share every principal's id space.

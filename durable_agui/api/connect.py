@@ -50,7 +50,7 @@ from durable_agui.core.outcomes import run_outcome, without_pending_ids
 from durable_agui.core.settings import Settings
 from durable_agui.sessions import session_store
 from durable_agui.translation.events import predict_state_event
-from durable_agui.translation.transcript import thread_transcript, to_agui_messages
+from durable_agui.translation.transcript import edited_calls, thread_transcript, to_agui_messages
 
 _ENCODER = EventEncoder()
 _TOOL_CONTENT: TypeAdapter[str | list[ContentPart]] = TypeAdapter(str | list[ContentPart])
@@ -79,6 +79,7 @@ def _history_before_run(settings: Settings, state: ThreadState) -> list[Message]
         {native: wire for wire, native in state.tool_call_ids.items()},
         {call.native_id for call in state.pending_tool_calls},
         state.decisions,
+        edited_calls(state.audit),
     )
 
 

@@ -19,6 +19,7 @@ from durable_agui.core.contract import (
     ThreadState,
     ThreadStatus,
 )
+from durable_agui.core.outcomes import approval_standing
 
 
 class CamelModel(BaseModel):
@@ -73,6 +74,11 @@ class InterruptView(CamelModel):
         "(approve, deny): set while it waits, when the server signs decision links "
         "(DURABLE_AGUI_DECISION_LINK_KEY). Each works once, until expiresAt.",
     )
+    approvals: dict[str, Any] | None = Field(
+        default=None,
+        description="Where an approval under a policy stands (step, steps, askedNow, quorum, "
+        "approvedBy, stillNeeded, identity, onDeadline, editable); null for a plain approval.",
+    )
 
     @classmethod
     def of(cls, interrupt: OpenInterrupt, decision_links: dict[str, str] | None) -> InterruptView:
@@ -87,6 +93,7 @@ class InterruptView(CamelModel):
             expires_at=interrupt.expires_at,
             answered=interrupt.resolution is not None,
             decision_links=decision_links,
+            approvals=approval_standing(interrupt) if interrupt.ask is not None else None,
         )
 
 

@@ -274,10 +274,13 @@ def _tag_keys(request: RunRequest) -> list[str]:
 
 
 async def submit_tool_results(
-    client: Client, thread_id: str, request: ToolResultsRequest
+    client: Client, thread_id: str, request: ToolResultsRequest, owner: str | None = None
 ) -> ToolResultsAccepted:
-    """Answers by REST; 404 for a thread ``request.principal`` has not (or that is gone)."""
-    handle = client.get_workflow_handle(workflow_id_for(thread_id, request.principal))
+    """Answers by REST to thread ``thread_id`` of ``owner`` (default ``request.principal``);
+    404 for a thread that principal has not (or that is gone), or whose approvals' policies
+    do not name a caller who does not own it."""
+    owned_by = owner if owner is not None else request.principal
+    handle = client.get_workflow_handle(workflow_id_for(thread_id, owned_by))
     return await _call(
         client,
         handle.id,

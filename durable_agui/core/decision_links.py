@@ -23,7 +23,7 @@ Pure: no I/O; PyJWT signs and verifies, ``jsonschema`` judges the fixed answer.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -73,13 +73,17 @@ class DecisionLink:
     decision: Decision
     delivery: str
     expires_at: datetime
+    approver: str | None = None
+    """The identity the link was made for (an approval whose policy names approvers: one
+    link per approver, and the decision is theirs); ``None``: whoever holds it."""
 
     @property
     def link_id(self) -> str:
         """The link's id (16 hex digits): the same for every attempt of one delivery, so a
         retried webhook carries the same link."""
         bound = "\n".join([self.delivery, self.owner, self.thread_id, self.interrupt_id])
-        return hashlib.sha256(f"{bound}\n{self.decision}".encode()).hexdigest()[:16]
+        made_for = "" if self.approver is None else f"\n{self.approver}"
+        return hashlib.sha256(f"{bound}\n{self.decision}{made_for}".encode()).hexdigest()[:16]
 
     def sibling(self, decision: Decision) -> DecisionLink:
         """The link of the other decision, from the same delivery."""
@@ -98,6 +102,7 @@ def sign(key: str, link: DecisionLink) -> str:
         "dec": link.decision,
         "dlv": link.delivery,
         "exp": int(link.expires_at.timestamp()),
+        **({"apr": link.approver} if link.approver is not None else {}),
     }
     return jwt.encode(claims, key, algorithm=_ALGORITHM)
 
@@ -137,6 +142,7 @@ def read(key: str, token: str, previous: tuple[str, ...] = ()) -> DecisionLink:
             decision=_decision(claims["dec"]),
             delivery=str(claims["dlv"]),
             expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC),
+            approver=str(claims["apr"]) if "apr" in claims else None,
         )
     except (KeyError, ValueError, TypeError):
         raise LinkRefused("this is not a valid decision link") from None
@@ -207,30 +213,35 @@ def links(
 
 
 def body_links(key: str, base_url: str, body: dict[str, Any], delivery: str) -> dict[str, Any]:
-    """A ``thread.waiting`` webhook body with ``decisionLinks`` added to each interrupt, for
-    delivery ``delivery`` (its ``Idempotency-Key``). ``body``: as
-    ``workflows.thread.notifications`` builds it (``threadId``, ``owner``, ``interrupts``
-    with ``id``, ``toolCallId``, ``responseSchema``, ``argsOmitted`` and ``expiresAt`` as
-    ISO 8601 text)."""
-    interrupts = [
-        {
-            **interrupt,
-            "decisionLinks": links(
-                key,
-                base_url,
-                DecisionLink(
-                    thread_id=body["threadId"],
-                    owner=body["owner"],
-                    interrupt_id=interrupt["id"],
-                    tool_call_id=interrupt["toolCallId"],
-                    decision="deny",
-                    delivery=delivery,
-                    expires_at=datetime.fromisoformat(interrupt["expiresAt"]),
-                ),
-                interrupt.get("responseSchema"),
-                not interrupt.get("argsOmitted", False),
-            ),
-        }
-        for interrupt in body.get("interrupts", [])
-    ]
+    """A ``thread.waiting`` or ``approval.escalated`` webhook body with ``decisionLinks``
+    added to each interrupt, for delivery ``delivery`` (its ``Idempotency-Key``); an
+    interrupt whose policy asks named approvers now (``approvals.askedNow``) gets
+    ``decisionLinksByApprover`` instead: one pair per approver, each made for them.
+    ``body``: as ``workflows.thread.notifications`` builds it (``threadId``, ``owner``,
+    ``interrupts`` with ``id``, ``toolCallId``, ``responseSchema``, ``argsOmitted`` and
+    ``expiresAt`` as ISO 8601 text)."""
+    interrupts = []
+    for interrupt in body.get("interrupts", []):
+        link = DecisionLink(
+            thread_id=body["threadId"],
+            owner=body["owner"],
+            interrupt_id=interrupt["id"],
+            tool_call_id=interrupt["toolCallId"],
+            decision="deny",
+            delivery=delivery,
+            expires_at=datetime.fromisoformat(interrupt["expiresAt"]),
+        )
+        schema, shown = interrupt.get("responseSchema"), not interrupt.get("argsOmitted", False)
+        asked = (interrupt.get("approvals") or {}).get("askedNow") or []
+        if asked:
+            interrupt = {
+                **interrupt,
+                "decisionLinksByApprover": {
+                    approver: links(key, base_url, replace(link, approver=approver), schema, shown)
+                    for approver in asked
+                },
+            }
+        else:
+            interrupt = {**interrupt, "decisionLinks": links(key, base_url, link, schema, shown)}
+        interrupts.append(interrupt)
     return {**body, "interrupts": interrupts}

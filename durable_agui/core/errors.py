@@ -18,6 +18,12 @@ class ErrorType(StrEnum):
     TOOL_CALL_ABANDONED = "ToolCallAbandoned"
     UNKNOWN_INTERRUPT = "UnknownInterrupt"
     CONFLICTING_RESUME = "ConflictingResume"
+    APPROVER_NOT_ALLOWED = "ApproverNotAllowed"
+    """An answer to an approval from someone its policy does not name (403, with whom it
+    names), or with no identity the policy compares."""
+    INVALID_EDITS = "InvalidEdits"
+    """Edited arguments of an approval that its policy does not allow, or that the tool's
+    input schema does not take (422, naming where)."""
     INTERRUPTS_UNANSWERED = "InterruptsUnanswered"
     RUN_ID_REUSED = "RunIdReused"
     SESSION_STORE_UNAVAILABLE = "SessionStoreUnavailable"
@@ -162,6 +168,8 @@ THREAD_ERROR_TYPES: frozenset[ErrorType] = frozenset(
         ErrorType.TOOL_CALL_ABANDONED,
         ErrorType.UNKNOWN_INTERRUPT,
         ErrorType.CONFLICTING_RESUME,
+        ErrorType.APPROVER_NOT_ALLOWED,
+        ErrorType.INVALID_EDITS,
         ErrorType.INTERRUPTS_UNANSWERED,
         ErrorType.RUN_ID_REUSED,
         ErrorType.SESSION_STORE_UNAVAILABLE,

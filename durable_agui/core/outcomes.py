@@ -12,6 +12,7 @@ lets it: an absent list means the client derives the waiting calls from the stre
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
@@ -44,10 +45,32 @@ def run_outcome(
                 tool_call_id=i.wire_id,
                 response_schema=i.response_schema,
                 expires_at=utc_text(i.expires_at),
+                metadata={"approvals": approval_standing(i)} if i.ask is not None else None,
             )
             for i in waiting_interrupts
         ]
     )
+
+
+def approval_standing(interrupt: OpenInterrupt) -> dict[str, Any]:
+    """Where an approval under a policy stands: the step (from 1), who is asked now (empty:
+    whoever may answer the thread), how many approvals the step needs, who approved it so
+    far and how many are still needed. In webhook bodies, ``GET /threads/{id}`` and the
+    AG-UI interrupt's ``metadata``."""
+    assert interrupt.ask is not None
+    step = interrupt.ask.steps[interrupt.step]
+    approved = [vote.identity for vote in interrupt.votes]
+    return {
+        "step": interrupt.step + 1,
+        "steps": len(interrupt.ask.steps),
+        "askedNow": step.approvers,
+        "quorum": step.quorum,
+        "approvedBy": approved,
+        "stillNeeded": max(step.quorum - len(approved), 0),
+        "identity": interrupt.ask.identity_claim or "principal",
+        "onDeadline": step.on_deadline,
+        "editable": interrupt.ask.edit_schema is not None,
+    }
 
 
 def without_pending_ids(event: BaseEvent) -> BaseEvent:

@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    approver_claims: list[str] = Field(default_factory=lambda: ["email"])
+    """JWT claims the API passes on with every decision, for approval policies that compare
+    approvers by a claim (``ApprovalRule.identity_claim``), as JSON: ``'["email"]'``."""
     codec_principals: list[str] = Field(default_factory=list)
     """Principals allowed to use ``/codec`` (it decrypts every thread's payloads: the
     Temporal UI's operators), as JSON: ``'["ops"]'``. Unused with ``auth=none``."""

@@ -54,6 +54,15 @@ def _content(content: Any) -> Any:
     return content if isinstance(content, str | list) else json.dumps(content)
 
 
+OWNER = "owner"
+"""The principal of the threads a test starts, when the environment has ``identities``."""
+
+
+def identity_key(identity: str) -> str:
+    """The API key the test environment gives ``identity``."""
+    return f"test-key-{identity}"
+
+
 class AgentTestClient:
     """Talks to one durable-agui app as a client does, on a time-skipping server.
 
@@ -146,29 +155,46 @@ class AgentTestClient:
             result["error"] = error
         return await self._continue(thread_id, {"results": [result]})
 
-    async def approve(self, thread_id: str, interrupt: Interrupt, payload: Any = None) -> RunResult:
+    async def approve(
+        self,
+        thread_id: str,
+        interrupt: Interrupt,
+        payload: Any = None,
+        *,
+        as_: str | None = None,
+        edits: dict[str, Any] | None = None,
+    ) -> RunResult:
         """Approve ``interrupt`` (AG-UI resume status ``resolved``) with ``payload`` (what
         the approved tool reads as ``invocation_state["approval"]``; the interrupt's
         ``responseSchema`` describes it to a client, and the server does not check it).
-        Returns the run that runs the tool.
+        ``as_``: approve as this identity (one of the environment's ``identities``), by
+        REST with its API key, as an approver who does not own the thread does; ``edits``:
+        the corrected arguments the tool runs with (``payload.arguments``), for a policy
+        that is ``editable``. Returns the run that runs the tool.
 
         Raises:
-            NoRunStarted: other approvals or calls of the batch still wait.
+            NoRunStarted: other approvals (a quorum not met yet) or calls still wait.
             AgentApiError: 409 for an unknown, closed or differently answered interrupt;
-                413 for a payload over the batch's budget.
+                403 ``ApproverNotAllowed``; 404 for someone the policy does not name; 422
+                ``InvalidEdits``; 413 for a payload over the batch's budget.
         """
-        return await self._continue(
-            thread_id, {"resume": [_resume(interrupt, "resolved", payload)]}
-        )
+        if edits is not None:
+            payload = {**(payload or {}), "arguments": edits}
+        entry = _resume(interrupt, "resolved", payload)
+        return await self._continue(thread_id, {"resume": [entry]}, as_)
 
-    async def deny(self, thread_id: str, interrupt: Interrupt) -> RunResult:
+    async def deny(
+        self, thread_id: str, interrupt: Interrupt, *, as_: str | None = None
+    ) -> RunResult:
         """Deny ``interrupt`` (AG-UI resume status ``cancelled``): the tool does not run and
-        the model reads that it was denied. Returns the run that follows.
+        the model reads that it was denied. ``as_``: as ``approve``. Returns the run that
+        follows.
 
         Raises:
             NoRunStarted, AgentApiError: as ``approve``.
         """
-        return await self._continue(thread_id, {"resume": [_resume(interrupt, "cancelled")]})
+        entry = _resume(interrupt, "cancelled")
+        return await self._continue(thread_id, {"resume": [entry]}, as_)
 
     async def decide_by_link(
         self, thread_id: str, link: str, comment: str | None = None
@@ -211,8 +237,22 @@ class AgentTestClient:
         Raises:
             AgentApiError: as ``answer``.
         """
-        body = {"results": list(results), "resume": list(resume)}
-        response = await self.http.post(f"/threads/{thread_id}/tool-results", json=body)
+        return await self._send(thread_id, {"results": list(results), "resume": list(resume)})
+
+    async def _send(
+        self, thread_id: str, body: dict[str, Any], as_: str | None = None
+    ) -> dict[str, Any]:
+        """``POST /threads/{id}/tool-results``, as ``as_`` (its key, naming the owner)."""
+        path = f"/threads/{thread_id}/tool-results"
+        if as_ is None:
+            response = await self.http.post(path, json=body)
+        else:
+            response = await self.http.post(
+                path,
+                json=body,
+                params={"owner": OWNER},
+                headers={"X-API-Key": identity_key(as_)},
+            )
         answered: dict[str, Any] = _checked(response).json()
         return answered
 
@@ -226,10 +266,10 @@ class AgentTestClient:
         response = await self.http.get(f"/threads/{thread_id}/runs/{run_id}/events")
         return RunResult(thread_id, run_id, parse_sse(_checked(response).text))
 
-    async def _continue(self, thread_id: str, body: dict[str, Any]) -> RunResult:
-        answered = await self.send_answers(
-            thread_id, body.get("results", ()), body.get("resume", ())
-        )
+    async def _continue(
+        self, thread_id: str, body: dict[str, Any], as_: str | None = None
+    ) -> RunResult:
+        answered = await self._send(thread_id, {"results": [], "resume": [], **body}, as_)
         if answered["runId"] is None:
             raise NoRunStarted(thread_id, answered["stillPending"])
         return await self.run_events(thread_id, answered["runId"])
@@ -256,6 +296,43 @@ class AgentTestClient:
         response = await self.http.get(f"/threads/{thread_id}/messages")
         messages: list[dict[str, Any]] = _checked(response).json()["messages"]
         return messages
+
+    async def decisions(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every decision on the thread's approvals, oldest first (``GET
+        /threads/{id}/decisions``: ``decision``, ``approver``, ``channel``, ``step``...).
+
+        Raises:
+            AgentApiError: 404 ``ThreadNotFound``.
+        """
+        response = await self.http.get(f"/threads/{thread_id}/decisions")
+        decisions: list[dict[str, Any]] = _checked(response).json()["decisions"]
+        return decisions
+
+    async def skip_to_next_step(self, thread_id: str, interrupt: Interrupt) -> dict[str, Any]:
+        """Skip past the deadline of ``interrupt``'s current step, then wait (real time, at
+        most ``SETTLE_S``) until the thread took its deadline's action: the approval asked
+        at its next step (``escalate``), or decided (``deny``, ``approve``). Returns the
+        thread as ``thread`` does, then.
+
+        Raises:
+            ValueError: the thread does not wait on ``interrupt``.
+            TimeoutError: nothing changed ``SETTLE_S`` after the deadline.
+        """
+        interrupt_id = interrupt if isinstance(interrupt, str) else interrupt["id"]
+        view = await self.thread(thread_id)
+        waiting = next((i for i in view["interrupts"] if i["id"] == interrupt_id), None)
+        if waiting is None or waiting["answered"]:
+            raise ValueError(f"thread {thread_id!r} does not wait on {interrupt_id!r}")
+        deadline = datetime.fromisoformat(waiting["expiresAt"])
+        await self.skip(deadline - await self.now() + timedelta(seconds=1))
+        settle_until = time.monotonic() + SETTLE_S
+        while time.monotonic() < settle_until:
+            view = await self.thread(thread_id)
+            now = next((i for i in view["interrupts"] if i["id"] == interrupt_id), None)
+            if now is None or now["expiresAt"] != waiting["expiresAt"] or now["answered"]:
+                return view
+            await asyncio.sleep(0.01)
+        raise TimeoutError(f"thread {thread_id!r} did not act on {interrupt_id!r}'s deadline")
 
     async def now(self) -> datetime:
         """The test server's clock (UTC): real time plus every skip so far."""

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import tempfile
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,7 +22,7 @@ from durable_agui.agents.registry import AgentsArgument, agent_registry
 from durable_agui.api.app import create_app
 from durable_agui.client.temporal import data_converter
 from durable_agui.core.settings import Settings
-from durable_agui.testing.client import AgentTestClient
+from durable_agui.testing.client import OWNER, AgentTestClient, identity_key
 from durable_agui.testing.server_binary import find_test_server
 from durable_agui.worker import build_worker
 
@@ -53,7 +54,10 @@ class AgentTestEnvironment(AgentTestClient):
     default the ``DURABLE_AGUI_AGENTS`` setting, else the demo agent). ``data_dir``: where
     the file session store and the event log live (default a temporary folder, removed on
     exit). ``worker_options``: passed to each ``temporalio.worker.Worker`` (default the
-    unsandboxed workflow runner, as ``durable-agui worker`` runs). ``settings``: any other
+    unsandboxed workflow runner, as ``durable-agui worker`` runs).
+    ``identities``: people who may approve as themselves (``approve(..., as_="ann")``):
+    the app then takes API keys, one per identity and one for the thread's owner
+    (``OWNER``), which every other verb sends. ``settings``: any other
     ``Settings`` field, e.g. ``answer_timeout_s=3600``; defaults here: the file store,
     ``auth="none"``, a task queue of its own, no ``NoWorkerForAgent`` check (its worker
     serves every agent).
@@ -76,9 +80,11 @@ class AgentTestEnvironment(AgentTestClient):
         *,
         data_dir: Path | str | None = None,
         worker_options: dict[str, Any] | None = None,
+        identities: Sequence[str] = (),
         **settings: Any,
     ) -> None:
         self._agents = agents
+        self._identities = tuple(identities)
         self._data_dir = data_dir
         self._worker_options = worker_options or {"workflow_runner": UnsandboxedWorkflowRunner()}
         self._overrides = settings
@@ -104,6 +110,9 @@ class AgentTestEnvironment(AgentTestClient):
             "worker_check_seconds": 0,
             "search_attributes": False,
         }
+        if self._identities:  # each identity its API key: approvals "as" someone
+            defaults["auth"] = "api_key"
+            defaults["api_keys"] = {identity_key(name): name for name in (OWNER, *self._identities)}
         return Settings(**{**defaults, **self._overrides, "data_dir": Path(data_dir)})
 
     async def __aenter__(self) -> AgentTestEnvironment:
@@ -126,7 +135,10 @@ class AgentTestEnvironment(AgentTestClient):
             self.app = create_app(self.settings, agents=registry, client=client)
             self.http = await stack.enter_async_context(
                 httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=self.app), base_url=BASE_URL, timeout=60
+                    transport=httpx.ASGITransport(app=self.app),
+                    base_url=BASE_URL,
+                    timeout=60,
+                    headers={"X-API-Key": identity_key(OWNER)} if self._identities else None,
                 )
             )
             names = list(registry)

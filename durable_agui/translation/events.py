@@ -33,7 +33,8 @@ from ag_ui.core import (
 )
 from temporalio.exceptions import ApplicationError
 
-from durable_agui.agents.definition import ApprovalRule, PredictState
+from durable_agui.agents.approvals import TurnApprovals
+from durable_agui.agents.definition import PredictState
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
     MAX_NATIVE_ID,
@@ -127,7 +128,7 @@ class TurnTranslator:
         self,
         run_id: str,
         frontend_tool_names: set[str],
-        approvals: dict[str, ApprovalRule],
+        approvals: TurnApprovals,
         attempt: int = 1,
         predict_state: Sequence[PredictState] = (),
         known_tool_names: set[str] | None = None,
@@ -157,10 +158,10 @@ class TurnTranslator:
         self.not_offered: list[ToolCallRecord] = []
         self._wire_ids: dict[str, str] = {}
 
-    def _kind(self, tool_name: str) -> ToolKind:
+    def _kind(self, tool_name: str, args: dict[str, Any]) -> ToolKind:
         if tool_name in self._frontend:
             return "frontend"
-        return "approval" if tool_name in self._approvals else "backend"
+        return "approval" if self._approvals.asking(tool_name, args) else "backend"
 
     def tool_result(self, wire_id: str, blocks: list[Any]) -> BaseEvent:
         """``TOOL_CALL_RESULT`` for a call of this thread (used for approved calls too)."""
@@ -336,14 +337,14 @@ class TurnTranslator:
     ) -> tuple[ToolCallRecord, str]:
         """The call's record, kept in ``tool_calls`` or ``not_offered``, and its arguments as
         JSON (for the stream)."""
-        kind = self._kind(tool_use["name"])
         given = tool_use.get("input")
         args: dict[str, Any] = given if isinstance(given, dict) else {}
+        kind = self._kind(tool_use["name"], args)
         args_json = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
         # Workflow state keeps the small arguments of open calls only; the session and the
         # stream hold them all.
         keep_args = kind != "backend" and budget.keeps(len(args_json))
-        rule = self._approvals.get(tool_use["name"])
+        rule = self._approvals.asking(tool_use["name"], args) if kind == "approval" else None
         record = ToolCallRecord(
             wire_id=wire_id,
             native_id=tool_use["toolUseId"],
@@ -353,6 +354,7 @@ class TurnTranslator:
             kind=kind,
             approval_message=rule.message if rule else None,
             response_schema=rule.response_schema if rule else None,
+            ask=self._approvals.ask(tool_use["name"], rule) if rule else None,
         )
         self._keep(record, budget, len(args_json) if keep_args else 0)
         return record, args_json

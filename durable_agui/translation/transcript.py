@@ -28,7 +28,7 @@ from durable_agui.translation.reasoning import reasoning_message
 from durable_agui.translation.tool_results import is_placeholder, split_tool_result
 
 if TYPE_CHECKING:
-    from durable_agui.core.contract import LinkDecision, ThreadState
+    from durable_agui.core.contract import DecisionRecord, LinkDecision, ThreadState
     from durable_agui.core.settings import Settings
     from durable_agui.sessions.store import SessionStore
 
@@ -75,13 +75,17 @@ class _Ids:
     wire_ids: dict[str, str]
     pending_native: set[str]
     decisions: Mapping[str, LinkDecision]
+    edits: Mapping[str, DecisionRecord]
 
     def metadata(self, wire_id: str) -> dict[str, Any] | None:
-        """A tool message's ``metadata``: how its approval was decided, when by a link."""
-        decision = self.decisions.get(wire_id)
+        """A tool message's ``metadata``: how its approval was decided, when by a link; the
+        arguments before and after an approver's edits (``edits``)."""
+        decision, edited = self.decisions.get(wire_id), self.edits.get(wire_id)
+        extra = {} if edited is None else {"edits": _edits(edited)}
         if decision is None:
-            return None
+            return extra or None
         return {
+            **extra,
             "decision": {
                 "by": "link",
                 "decision": decision.decision,
@@ -89,8 +93,25 @@ class _Ids:
                 "delivery": decision.delivery,
                 "comment": decision.comment,
                 "decidedAt": utc_text(decision.decided_at),
-            }
+            },
         }
+
+
+def _edits(record: DecisionRecord) -> dict[str, Any]:
+    return {
+        "original": record.original_arguments,
+        "edited": record.edited_arguments,
+        "by": record.approver,
+    }
+
+
+def edited_calls(audit: list[DecisionRecord]) -> dict[str, DecisionRecord]:
+    """The audit's first approval with edits of each call, by wire id (the edits it ran)."""
+    edited: dict[str, DecisionRecord] = {}
+    for record in audit:
+        if record.edited_arguments is not None:
+            edited.setdefault(record.tool_call_id, record)
+    return edited
 
 
 def _tool_messages(index: int, blocks: list[Any], ids: _Ids) -> list[Message]:
@@ -129,6 +150,7 @@ def to_agui_messages(
     wire_ids: dict[str, str],
     pending_native: set[str],
     decisions: Mapping[str, LinkDecision] | None = None,
+    edits: Mapping[str, DecisionRecord] | None = None,
 ) -> list[Message]:
     """Convert persisted Strands messages to AG-UI messages.
 
@@ -139,9 +161,10 @@ def to_agui_messages(
     reasoning ``m<index>.<k>``, for block ``k``), stable for a thread. A tool message whose
     approval was decided from a decision link (``decisions``, by wire id) carries it in
     ``metadata.decision`` (``by: "link"``, ``linkId``, ``delivery``, ``decision``,
-    ``comment``, ``decidedAt``).
+    ``comment``, ``decidedAt``); one whose arguments an approver edited (``edits``, by wire
+    id) carries ``metadata.edits`` (``original``, ``edited``, ``by``).
     """
-    ids = _Ids(wire_ids, pending_native, decisions or {})
+    ids = _Ids(wire_ids, pending_native, decisions or {}, edits or {})
     messages: list[Message] = []
     for session_message in session_messages:
         message = session_message.to_message()
@@ -178,6 +201,7 @@ def thread_transcript(store: SessionStore, state: ThreadState) -> list[Message]:
         {native: wire for wire, native in state.tool_call_ids.items()},
         {call.native_id for call in state.pending_tool_calls},
         state.decisions,
+        edited_calls(state.audit),
     )
 
 

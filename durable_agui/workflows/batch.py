@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from temporalio.exceptions import ApplicationError
 
@@ -38,6 +38,14 @@ from durable_agui.core.contract import (
     ResumeAnswer,
     ToolCallRecord,
     ToolResult,
+)
+from durable_agui.workflows import approval
+from durable_agui.workflows.approval import (
+    KEEP_DECISIONS,
+    KEPT_COMMENT,
+    Deadline,
+    kept,
+    opened_interrupt,
 )
 from durable_agui.workflows.bounds import recent, shown, time_to
 from durable_agui.workflows.verdicts import (
@@ -77,16 +85,6 @@ With every other carried field bounded, this keeps a continue-as-new input well 
 Temporal's 2 MB payload limit whatever the client sent (``tests/unit/workflows/thread/test_carry_bounds.py``)."""
 KEEP_CLOSED = 1000
 """Closed calls remembered across continue-as-new (to acknowledge retries, refuse late answers)."""
-
-KEEP_DECISIONS = 50
-"""Decisions by link a thread remembers (the newest), each with a comment of up to
-``MAX_COMMENT`` characters: they cross continue-as-new, so they are bounded well inside the
-carry's budget (``tests/unit/workflows/thread/test_carry_bounds.py``). Older ones are in the history and the
-activity summaries; their links then say "no longer waiting" rather than "already used"."""
-
-KEPT_COMMENT = 200
-"""Characters of a decision's comment the thread keeps (``decisions``); the messages'
-``metadata.decision.comment`` shows these."""
 
 KEEP_CALL_IDS = 1000
 """Wire -> native id pairs remembered (the most recent calls): transcripts show older
@@ -196,6 +194,8 @@ class ToolCallBatch:
         interrupt = self.state.interrupts.get(answer.interrupt_id)
         if interrupt is None:
             return Judgement(Verdict.UNKNOWN)
+        if interrupt.ask is not None and interrupt.resolution is None:
+            return approval.judge(interrupt, answer)
         if interrupt.resolution is None:
             return Judgement(Verdict.NEW)
         same = interrupt.resolution.same_answer(answer)
@@ -273,8 +273,14 @@ class ToolCallBatch:
                 taken[answer.interrupt_id] = answer
         return new_bytes
 
-    def take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
-        """Store checked answers on the open batch; returns the ids stored now."""
+    def take(
+        self,
+        results: list[ToolResult],
+        resume: list[ResumeAnswer],
+        now: datetime | None = None,
+    ) -> list[str]:
+        """Store checked answers on the open batch; returns the ids stored now (an approval
+        under a policy: each counted vote). ``now`` dates the audit's records."""
         accepted: list[str] = []
         for result in results:
             call = self.state.calls.get(result.tool_call_id)
@@ -283,6 +289,10 @@ class ToolCallBatch:
                 accepted.append(result.tool_call_id)
         for answer in resume:
             interrupt = self.state.interrupts.get(answer.interrupt_id)
+            if interrupt is not None and interrupt.ask is not None:
+                if approval.take_vote(self.state, interrupt, answer, now):
+                    accepted.append(answer.interrupt_id)
+                continue
             if interrupt is not None and interrupt.resolution is None:
                 # The decision by link is kept apart, its comment cut to KEPT_COMMENT (the
                 # update's input in the history has it whole), so the carry stays bounded.
@@ -290,7 +300,13 @@ class ToolCallBatch:
                 accepted.append(answer.interrupt_id)
                 if answer.decided_by is not None:
                     self.state.decisions[interrupt.wire_id] = kept(answer.decided_by)
+                if now is not None:
+                    approval.audit(self.state, approval.plain_record(interrupt, answer, now))
         return accepted
+
+    def at_deadline(self, now: datetime, default: timedelta) -> Deadline:
+        """The loop's timer fired at the batch's deadline (``approval.at_deadline_of``)."""
+        return approval.at_deadline_of(self.state, self.waiting_interrupts(), now, default)
 
     def held_bytes(self) -> int:
         """Bytes of the answers the open batch holds (counted against the batch budget)."""
@@ -315,9 +331,16 @@ class ToolCallBatch:
 
     # -- opening and closing -------------------------------------------------------------
 
-    def open(self, run_id: str, tool_calls: list[ToolCallRecord], expires_at: datetime) -> None:
+    def open(
+        self,
+        run_id: str,
+        tool_calls: list[ToolCallRecord],
+        expires_at: datetime,
+        opened_at: datetime | None = None,
+    ) -> None:
         """Open the batch of a turn's calls (``tool_calls``: all of them, backend included:
-        each one's wire -> native pair is remembered)."""
+        each one's wire -> native pair is remembered). Each waits until ``expires_at``; an
+        approval whose policy's first step names a deadline, that long after ``opened_at``."""
         for call in tool_calls:
             self.state.tool_call_ids[call.wire_id] = call.native_id
         if len(self.state.tool_call_ids) > KEEP_CALL_IDS:
@@ -337,7 +360,7 @@ class ToolCallBatch:
                     expires_at=expires_at,
                 )
             else:
-                interrupt = _interrupt_for(call, run_id, expires_at)
+                interrupt = opened_interrupt(call, run_id, expires_at, opened_at)
                 self.state.interrupts[interrupt.interrupt_id] = interrupt
 
     def close(self, unanswered: ClosedReason) -> Closing:
@@ -372,7 +395,7 @@ class ToolCallBatch:
     def _close_interrupt(
         self, interrupt: OpenInterrupt, unanswered: ClosedReason, into: Closing
     ) -> None:
-        reason = ClosedReason.ANSWERED
+        reason = interrupt.closed_reason or ClosedReason.ANSWERED
         if interrupt.resolution is None:
             reason = unanswered
             interrupt.resolution = ResumeAnswer(
@@ -383,15 +406,8 @@ class ToolCallBatch:
         into.count(reason)
         self.state.closed_interrupts[interrupt.interrupt_id] = (answer.answer_digest(), reason)
         if answer.status == "resolved":
-            into.approved.append(
-                ApprovedCall(
-                    wire_id=interrupt.wire_id,
-                    native_id=interrupt.native_id,
-                    tool_name=interrupt.tool_name,
-                    args=interrupt.args,
-                    payload=answer.payload,
-                )
-            )
+            into.approved.append(approval.approved_call(interrupt, answer))
+            self.state.consents = approval.consents_after(self.state.consents, interrupt)
             return
         denial = DENIED if reason == ClosedReason.ANSWERED else NO_DECISION[reason]
         into.results.append(
@@ -414,28 +430,6 @@ class ToolCallBatch:
                 "closed_interrupts": recent(self.state.closed_interrupts, KEEP_CLOSED),
                 "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
                 "decisions": recent(self.state.decisions, KEEP_DECISIONS),
+                "audit": self.state.audit[-approval.KEEP_AUDIT :],
             }
         )
-
-
-def kept(decision: LinkDecision) -> LinkDecision:
-    """``decision`` as a thread keeps it: its comment cut to ``KEPT_COMMENT`` characters."""
-    comment = decision.comment
-    if comment is None or len(comment) <= KEPT_COMMENT:
-        return decision
-    return decision.model_copy(update={"comment": comment[: KEPT_COMMENT - 1] + "…"})
-
-
-def _interrupt_for(call: ToolCallRecord, run_id: str, expires_at: datetime) -> OpenInterrupt:
-    return OpenInterrupt(
-        interrupt_id=INTERRUPT_PREFIX + call.wire_id,
-        wire_id=call.wire_id,
-        native_id=call.native_id,
-        tool_name=call.tool_name,
-        args=call.args,
-        args_omitted=call.args_omitted,
-        message=call.approval_message or f"Allow {call.tool_name}?",
-        response_schema=call.response_schema,
-        run_id=run_id,
-        expires_at=expires_at,
-    )

@@ -48,6 +48,9 @@ class Verdict(StrEnum):
     CONFLICTING = "conflicting"
     CLOSED = "closed"
     UNKNOWN = "unknown"
+    REFUSED = "refused"
+    """Refused for a reason of its own (``Judgement.refusal``): an approver the policy does
+    not name, edits the tool does not take."""
 
     @property
     def acknowledged(self) -> bool:
@@ -56,10 +59,12 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Judgement:
-    """The verdict on one answer; ``closed``: why its call closed (``CLOSED`` only)."""
+    """The verdict on one answer; ``closed``: why its call closed (``CLOSED`` only);
+    ``refusal``: the error a ``REFUSED`` answer gets."""
 
     verdict: Verdict
     closed: ClosedReason | None = None
+    refusal: ApplicationError | None = None
 
 
 def refuse_result(
@@ -97,6 +102,8 @@ def echoes_no_answer(result: ToolResult, reason: ClosedReason) -> bool:
 
 
 def refuse_resume(interrupt_id: str, judged: Judgement, thread_id: str) -> None:
+    if judged.refusal is not None:
+        raise judged.refusal
     if judged.verdict == Verdict.UNKNOWN:
         raise ApplicationError(
             f"interrupt {shown(interrupt_id)} is not open in thread {thread_id!r}",

@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from durable_agui.agents import AgentDefinition
+from durable_agui.api.approvers import ClaimsDep, stamped
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.capabilities import agent_capabilities
 from durable_agui.api.deps import (
@@ -196,6 +197,7 @@ async def run_agent(
     settings: SettingsDep,
     agents: AgentsDep,
     principal: PrincipalDep,
+    claims: ClaimsDep,
     context: ContextDep,
 ) -> StreamingResponse:
     """Run ``agent`` on thread ``run_input.threadId`` (created by its first run).
@@ -216,8 +218,10 @@ async def run_agent(
     check_run_input(run_input, definition, settings)  # the run id too, before it is logged
     observe_thread(thread_id, run_input.run_id, agent=agent)
     strategy = multitask_strategy(run_input, definition)
-    request = run_request(agent, run_input).model_copy(
+    request = run_request(agent, run_input)
+    request = request.model_copy(
         update={
+            "resume": stamped(request.resume, "run", principal, claims),
             "principal": principal,
             "multitask_strategy": strategy,
             "metadata": thread_metadata(run_input),

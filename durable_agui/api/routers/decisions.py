@@ -27,6 +27,7 @@ from durable_agui.api.decision_page import refusal
 from durable_agui.api.deps import SettingsDep, TemporalDep
 from durable_agui.client import submit_tool_results, thread_state
 from durable_agui.core.contract import (
+    Approver,
     LinkDecision,
     OpenInterrupt,
     ResumeAnswer,
@@ -101,6 +102,7 @@ async def _record(
         status="resolved" if link.decision == "approve" else "cancelled",
         payload=approved if link.decision == "approve" else denied,
         decided_by=decided_by,
+        approver=Approver(channel="link", principal=link.owner, named=link.approver),
     )
     request = ToolResultsRequest(
         run_id=f"link-{uuid.uuid4().hex}", principal=link.owner, resume=[answer]

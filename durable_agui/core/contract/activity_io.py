@@ -108,6 +108,8 @@ class TurnInput(BaseModel):
     user_messages: list[UserInput] = Field(default_factory=list)
     frontend_tools: list[FrontendTool] = Field(default_factory=list)
     approved: list[ApprovedCall] = Field(default_factory=list)
+    consents: list[str] = Field(default_factory=list)
+    """``BatchState.consents``: tools whose ``once_per_thread`` rule runs unasked."""
     state: dict[str, Any] | None = None
     """The client's state of the run (``RunRequest.state``), merged into the stored one."""
     context: list[ContextEntry] = Field(default_factory=list)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from durable_agui.core.contract.approvals import Approver
 from durable_agui.core.contract.ids import digest
 
 
@@ -79,12 +80,15 @@ class ResumeAnswer(BaseModel):
     """An AG-UI 1.0 ``resume`` entry: the answer to an interrupt (an approval request).
 
     ``decided_by``: the decision link it came from (``None``: an AG-UI run, REST or a
-    signal); not part of the answer (``same_answer``, ``answer_digest``)."""
+    signal); ``approver``: who sent it, as the server knows them (``None``: answers taken
+    before identities were); neither is part of the answer (``same_answer``,
+    ``answer_digest``)."""
 
     interrupt_id: str
     status: Literal["resolved", "cancelled"]
     payload: Any = None
     decided_by: LinkDecision | None = None
+    approver: Approver | None = None
 
     def same_answer(self, other: ResumeAnswer) -> bool:
         return self.status == other.status and self.payload == other.payload

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from temporalio.api.common.v1 import Payload
 
+from durable_agui.core.contract.approvals import Approver
 from durable_agui.core.contract.ids import MAX_INTERRUPT_ID, MAX_OPEN_CALLS, MAX_TOOL_CALL_ID
 from durable_agui.core.contract.inputs import ResumeAnswer, ToolResult
 from durable_agui.core.errors import ErrorType
@@ -99,6 +100,9 @@ class AnswersBody(_Wire):
 
     results: list[SignalledResult] = Field(default_factory=list, max_length=MAX_OPEN_CALLS)
     resume: list[SignalledResume] = Field(default_factory=list, max_length=MAX_OPEN_CALLS)
+    sender: str | None = Field(default=None, min_length=1, max_length=200)
+    """Who decided, for approval policies that name approvers: a signal comes from a
+    Temporal caller, trusted as Temporal access is (the REST route takes no such field)."""
 
     @classmethod
     def from_payload(cls, payload: Payload) -> AnswersBody:
@@ -149,8 +153,11 @@ class AnswersBody(_Wire):
         ]
 
     def resume_answers(self) -> list[ResumeAnswer]:
+        approver = Approver(channel="signal", named=self.sender)
         return [
-            ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
+            ResumeAnswer(
+                interrupt_id=r.interrupt_id, status=r.status, payload=r.payload, approver=approver
+            )
             for r in self.resume
         ]
 

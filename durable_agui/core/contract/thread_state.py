@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
+from durable_agui.core.contract.approvals import Ask, DecisionRecord, Vote
 from durable_agui.core.contract.ids import digest
 from durable_agui.core.contract.inputs import FrontendTool, LinkDecision, ResumeAnswer, ToolResult
 from durable_agui.core.contract.requests import RunRequest, ThreadMetadata
@@ -33,8 +34,9 @@ class ClosedReason(StrEnum):
     CANCELLED = "cancelled"
 
 
-WebhookEvent = Literal["run.finished", "thread.waiting"]
-"""What a webhook delivery tells: a run ended, or the thread now waits for a person."""
+WebhookEvent = Literal["run.finished", "thread.waiting", "approval.escalated"]
+"""What a webhook delivery tells: a run ended, the thread now waits for a person, or a
+deadline handed an approval to the next step of its chain."""
 
 
 class WebhookFailure(BaseModel):
@@ -67,6 +69,9 @@ class ToolCallRecord(BaseModel):
     args_omitted: bool = False
     approval_message: str | None = None
     response_schema: dict[str, Any] | None = None
+    ask: Ask | None = None
+    """What the agent's policy asks of this approval (``None``: one answer from whoever may
+    answer the thread, by the thread's deadline)."""
 
 
 class PendingToolCall(BaseModel):
@@ -97,7 +102,20 @@ class OpenInterrupt(BaseModel):
     response_schema: dict[str, Any] | None = None
     run_id: str
     expires_at: datetime
+    """When the current step's deadline falls."""
     resolution: ResumeAnswer | None = None
+    ask: Ask | None = None
+    """``ToolCallRecord.ask``."""
+    step: int = 0
+    """The step of ``ask`` that decides now (an escalation moves it on)."""
+    votes: list[Vote] = Field(default_factory=list)
+    """The approvals the current step has counted towards its quorum."""
+    edited_args: dict[str, Any] | None = None
+    """The arguments an approver corrected (``payload.arguments``), checked against
+    ``ask.edit_schema``: the call runs with these."""
+    closed_reason: ClosedReason | None = None
+    """Set with ``resolution`` when the policy's deadline decided (``expired``: denied
+    because nobody decided); ``None``: a person's answer."""
 
 
 class NativeToolResult(BaseModel):
@@ -117,6 +135,8 @@ class ApprovedCall(BaseModel):
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
     payload: Any = None
+    original_args: dict[str, Any] | None = None
+    """The model's arguments when an approver edited them (``args`` are the edited ones)."""
 
 
 class LoggedRunEvent(BaseModel):
@@ -180,6 +200,8 @@ class ThreadState(BaseModel):
     decisions: dict[str, LinkDecision] = Field(default_factory=dict)
     """The approvals decided from a decision link, by the call's wire id (the most recent
     ``KEEP_DECISIONS``), open ones included."""
+    audit: list[DecisionRecord] = Field(default_factory=list)
+    """Every decision on an approval, oldest first (``BatchState.audit``)."""
 
 
 class BatchState(BaseModel):
@@ -200,6 +222,11 @@ class BatchState(BaseModel):
     decisions: dict[str, LinkDecision] = Field(default_factory=dict)
     """The approvals decided from a decision link, by the call's wire id (the most
     recent): the audit of ``GET /threads/{id}/messages`` and of the link's second use."""
+    consents: list[str] = Field(default_factory=list)
+    """Tools a person approved under a ``once_per_thread`` rule: their calls run unasked."""
+    audit: list[DecisionRecord] = Field(default_factory=list)
+    """Every decision on an approval that had a policy (``Ask``), oldest first (the newest
+    ``KEEP_AUDIT``): ``GET /threads/{id}/decisions``."""
 
 
 class ThreadCarry(BaseModel):

@@ -31,6 +31,7 @@ from durable_agui.core.contract import (
     ToolResult,
     ToolResultsRequest,
 )
+from durable_agui.workflows import approval
 from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.thread.answers import check_answers, holding_run, split_held
 from durable_agui.workflows.thread.rewind import rewind_point
@@ -185,8 +186,11 @@ def check_message_ids(view: AdmissionView, request: RunRequest) -> None:
 
 
 def check_tool_results(view: AdmissionView, request: ToolResultsRequest) -> None:
-    """Admit answers sent alone (``submit_tool_results``, the REST trigger)."""
-    check_owner(view, request.principal)
+    """Admit answers sent alone (``submit_tool_results``, the REST trigger): the owner's, or
+    decisions of approvers the policies of their approvals name (``_check_named_approver``)."""
+    if request.principal != view.owner:
+        _check_named_approver(view, request)
+    check_owner(view, view.owner)
     check_not_rolling_over(view)
     if not request.results and not request.resume:
         raise ApplicationError("no results given", type=ErrorType.UNKNOWN_TOOL_CALL)
@@ -195,6 +199,19 @@ def check_tool_results(view: AdmissionView, request: ToolResultsRequest) -> None
     if held:
         _check_holding_run(view, request, held)
     check_answers(view, now, request.resume)
+
+
+def _check_named_approver(view: AdmissionView, request: ToolResultsRequest) -> None:
+    """Someone who does not own the thread may send resume entries only, each for an open
+    approval whose policy names them (``approval.names``); anyone else is told what a thread
+    that does not exist answers."""
+    interrupts = view.batch.interrupts
+    named = bool(request.resume) and not request.results
+    for answer in request.resume:
+        interrupt = interrupts.get(answer.interrupt_id)
+        named = named and interrupt is not None and approval.names(interrupt, answer)
+    if not named:
+        check_owner(view, request.principal)
 
 
 def _check_holding_run(

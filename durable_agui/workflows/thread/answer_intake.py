@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResultsRequest,
     )
     from durable_agui.telemetry.tracing import trace_parent
+    from durable_agui.workflows.approval import Deadline
     from durable_agui.workflows.batch import ToolCallBatch
     from durable_agui.workflows.telemetry import ThreadTelemetry
     from durable_agui.workflows.thread import answers
@@ -64,7 +65,7 @@ class AnswerIntake:
 
     def take(self, results: list[ToolResult], resume: list[ResumeAnswer]) -> list[str]:
         """``ToolCallBatch.take``; each answer taken now is timed from its call."""
-        accepted = self._batch.take(results, resume)
+        accepted = self._batch.take(results, resume, workflow.now())
         for answer_id in accepted:
             call = self._batch.calls.get(answer_id)
             if call is not None:
@@ -98,6 +99,19 @@ class AnswerIntake:
         continuation = answers.continuation(self._start.agent, request.run_id, trace_parent())
         self._ledger.enqueue(continuation)
         return accepted, request.run_id
+
+    def at_deadline(self) -> Deadline:
+        """The batch's deadline passed (``ToolCallBatch.at_deadline``): when only approvals
+        under a policy were due, their actions are taken here, and a batch they decided
+        continues the thread in a run of its own (``deadline-<uuid>``), as answers would."""
+        outcome = self._batch.at_deadline(workflow.now(), self._answer_timeout)
+        if outcome.expired:
+            return outcome
+        self._visibility.show_status()
+        if self._batch.is_complete:
+            run_id = f"deadline-{workflow.uuid4().hex}"
+            self._ledger.enqueue(answers.continuation(self._start.agent, run_id, trace_parent()))
+        return outcome
 
     async def signalled(self, name: str, inputs: Sequence[RawValue]) -> None:
         """Any signal: ``tool_results`` and ``approval_decisions`` answer (one input, the

@@ -22,7 +22,7 @@ from durable_agui.core.contract import (
     WebhookEvent,
     WebhookFailure,
 )
-from durable_agui.core.outcomes import utc_text
+from durable_agui.core.outcomes import approval_standing, utc_text
 from durable_agui.workflows.batch import ToolCallBatch
 
 RECENT_FAILURES = 10
@@ -86,7 +86,36 @@ def _interrupt_body(interrupt: OpenInterrupt) -> dict[str, Any]:
         "message": interrupt.message,
         "responseSchema": interrupt.response_schema,
         "expiresAt": utc_text(interrupt.expires_at),
+        **({"approvals": approval_standing(interrupt)} if interrupt.ask is not None else {}),
     }
+
+
+def escalation_delivery(
+    *,
+    workflow_id: str,
+    thread_id: str,
+    owner: str,
+    status: ThreadStatus,
+    interrupt: OpenInterrupt,
+) -> WebhookDelivery:
+    """``approval.escalated``: a deadline handed ``interrupt`` to the next step of its chain;
+    the body names who is asked now (``interrupts[0].approvals.askedNow``). One delivery per
+    step, keyed by the step."""
+    event: WebhookEvent = "approval.escalated"
+    return WebhookDelivery(
+        event=event,
+        idempotency_key=f"{workflow_id}:{interrupt.interrupt_id}:step-{interrupt.step + 1}:{event}",
+        body={
+            "type": event,
+            "threadId": thread_id,
+            "owner": owner,
+            "workflowId": workflow_id,
+            "runId": interrupt.run_id,
+            "status": status.value,
+            "pendingToolCalls": [],
+            "interrupts": [_interrupt_body(interrupt)],
+        },
+    )
 
 
 def with_failure(failures: list[WebhookFailure], failure: WebhookFailure) -> list[WebhookFailure]:

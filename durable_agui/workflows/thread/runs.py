@@ -318,6 +318,7 @@ class RunExecutor:
             if run.frontend_tools is None
             else run.frontend_tools,
             approved=approved,
+            consents=self._batch.state.consents,
             state=run.state,
             context=run.context,
             start_index=self._cursor.message_count,
@@ -353,7 +354,8 @@ class RunExecutor:
         self._run.usage = output.usage
         self._ledger.turn_taken()
         self._cursor.turn_ended(run.run_id, output.message_count)
-        self._batch.open(run.run_id, output.tool_calls, workflow.now() + self._answer_timeout)
+        now = workflow.now()
+        self._batch.open(run.run_id, output.tool_calls, now + self._answer_timeout, now)
 
     # -- closing a batch and writing its results ----------------------------------------
 
@@ -380,7 +382,13 @@ class RunExecutor:
             )
 
     async def expire_batch(self) -> None:
-        """The deadline passed: close the batch with "no answer" results and write them."""
+        """The deadline passed: approvals under a policy take their deadline's action
+        (``AnswerIntake.at_deadline``); when anything else was due, the batch closes with
+        "no answer" results, written now."""
+        outcome = self._intake.at_deadline()
+        self._webhooks.escalated(outcome.escalated)
+        if not outcome.expired:
+            return
         self.close_batch(None, ClosedReason.EXPIRED)
         self._visibility.show_status()
         try:

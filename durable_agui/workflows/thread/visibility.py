@@ -112,6 +112,7 @@ class ThreadVisibility:
             frontend_tools=[tool.name for tool in carry.frontend_tools],
             refused_signals=carry.refused_signals,
             decisions=recent(batch.state.decisions, KEEP_DECISIONS),
+            audit=batch.state.audit,
         )
 
     def show_status(self) -> None:

@@ -12,7 +12,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_agui.core.contract import ThreadInput, WebhookDelivery, WebhookFailure
+    from durable_agui.core.contract import (
+        OpenInterrupt,
+        ThreadInput,
+        WebhookDelivery,
+        WebhookFailure,
+    )
     from durable_agui.workflows import steps
     from durable_agui.workflows.batch import ToolCallBatch
     from durable_agui.workflows.thread import notifications
@@ -54,6 +59,22 @@ class WebhookDeliveries:
         ):
             self.under_way += 1
             self._background.add(asyncio.create_task(self._deliver(run_id, delivery)))
+
+    def escalated(self, interrupts: list[OpenInterrupt]) -> None:
+        """Start the ``approval.escalated`` delivery of each approval a deadline handed to
+        its next step (``notifications.escalation_delivery``), in the background."""
+        if not self._start.webhook_attempts or not interrupts:
+            return
+        for interrupt in interrupts:
+            delivery = notifications.escalation_delivery(
+                workflow_id=workflow.info().workflow_id,
+                thread_id=self._start.thread_id,
+                owner=self._start.owner,
+                status=self._visibility.status,
+                interrupt=interrupt,
+            )
+            self.under_way += 1
+            self._background.add(asyncio.create_task(self._deliver(interrupt.run_id, delivery)))
 
     async def _deliver(self, run_id: str, delivery: WebhookDelivery) -> None:
         try:

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 
 from durable_agui.api.routers.threads import (
     answers,
+    decisions,
     events,
     fork,
     lifecycle,
@@ -17,5 +18,5 @@ from durable_agui.api.routers.threads import (
 
 router = APIRouter()
 # In this order: the OpenAPI document lists the routes as they are included.
-for part in (listing, view, answers, events, lifecycle, fork, metadata):
+for part in (listing, view, answers, decisions, events, lifecycle, fork, metadata):
     router.include_router(part.router)

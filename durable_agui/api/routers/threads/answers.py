@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Query, Request
 
+from durable_agui.api.approvers import ClaimsDep, stamped
 from durable_agui.api.auth import PrincipalDep
 from durable_agui.api.deps import SettingsDep, TemporalDep, ThreadIdDep
 from durable_agui.api.errors import NO_THREAD, error_responses
@@ -37,7 +39,17 @@ async def post_tool_results(
     client: TemporalDep,
     settings: SettingsDep,
     principal: PrincipalDep,
+    claims: ClaimsDep,
     posted: Request,
+    owner: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="The thread's owner, for an approver who is not: the webhook body's "
+            "``owner``. Such a caller may send only resume entries for approvals whose "
+            "policy names them; anything else is 404, as for a thread that does not exist.",
+        ),
+    ] = None,
 ) -> ToolResultsOut:
     """Answer pending frontend calls (and approvals) without an AG-UI run (REST trigger).
 
@@ -54,10 +66,15 @@ async def post_tool_results(
             ToolResult(tool_call_id=r.tool_call_id, content=content_json(r.content), error=r.error)
             for r in body.results
         ],
-        resume=[
-            ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
-            for r in body.resume
-        ],
+        resume=stamped(
+            [
+                ResumeAnswer(interrupt_id=r.interrupt_id, status=r.status, payload=r.payload)
+                for r in body.resume
+            ],
+            "rest",
+            principal,
+            claims,
+        ),
         multitask_strategy=body.multitask_strategy,
     )
     check_answer_bounds(request.results, request.resume, settings)
@@ -73,7 +90,7 @@ async def post_tool_results(
     events_path = posted.url.path.removesuffix("/tool-results") + "/runs/{}/events"
     # Answers to calls the run in progress may still be emitting: the thread holds them
     # for a run of their own, which judges them when that run has ended (``held``).
-    accepted = await submit_tool_results(client, thread_id, request)
+    accepted = await submit_tool_results(client, thread_id, request, owner=owner)
     return ToolResultsOut(
         accepted=accepted.accepted,
         acknowledged=accepted.acknowledged,

@@ -8,6 +8,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
     AnswersBody,
+    Approver,
     CancelRequest,
     PayloadRefused,
     RefusedSignal,
@@ -93,8 +94,15 @@ def test_a_signal_payload_is_the_rest_body() -> None:
     )
     assert parsed.tool_results() == [ToolResult(tool_call_id="f1", content="yes")]
     assert parsed.resume_answers() == [
-        ResumeAnswer(interrupt_id="approve-a1", status="resolved", payload={"n": 1})
+        ResumeAnswer(
+            interrupt_id="approve-a1",
+            status="resolved",
+            payload={"n": 1},
+            approver=Approver(channel="signal"),  # no sender named
+        )
     ]
+    named = body({"resume": [{"interruptId": "approve-a1", "status": "resolved"}], "sender": "ann"})
+    assert named.resume_answers()[0].approver == Approver(channel="signal", named="ann")
 
 
 def test_a_signal_is_judged_as_an_update_is() -> None:
