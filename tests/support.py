@@ -60,13 +60,14 @@ async def start_run(
     webhook_attempts: int = 0,
     event_log: bool = False,
     tags_indexed: bool = False,
+    agent: str = "demo",
 ) -> RunAccepted:
     """Send one user message to ``thread_id`` (creating it), as the API does."""
     return await client.execute_update_with_start_workflow(
         AgentThreadWorkflow.submit_run,
         RunRequest(
             run_id=run_id,
-            agent="demo",
+            agent=agent,
             user_messages=[UserInput(message_id=f"{run_id}-user", content=text)],
             frontend_tools=tools,
             multitask_strategy=multitask_strategy,
@@ -75,7 +76,7 @@ async def start_run(
             AgentThreadWorkflow.run,
             ThreadInput(
                 thread_id=thread_id,
-                agent="demo",
+                agent=agent,
                 answer_timeout_s=settings.answer_timeout_s,
                 turns_per_workflow_run=settings.turns_per_workflow_run,
                 history_bound_bytes=settings.history_bound_bytes,

@@ -92,7 +92,7 @@ def write_modules(folder: Path, modules: dict[str, str]) -> Path:
 TOOLS = """
 import threading
 
-from durable_agui import AgentDefinition, ApprovalRule, ClientTool, PredictState
+from durable_agui import AgentDefinition, ApprovalRule, ApprovalStep, ClientTool, PredictState
 from strands import tool
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 
@@ -139,6 +139,36 @@ BAD_DEFINITIONS = [
      "agent 't': approvals names 'bookflight', which is not one of its tools (book_flight)"),
     ('name="t", approvals={"book_flight": "yes"}', "agent 't': approvals['book_flight'] must "
      "be an ApprovalRule"),
+    # Approval policies (durable_agui.agents.approvals): the field named, tier and step too.
+    ('name="t", tools=[book_flight], approvals={"book_flight": [ApprovalRule(message="?", '
+     'when={"required": ["x"]}), ApprovalRule(message="!", approvers=["ann", "bob"], '
+     'quorum=2, deadline_s=60, on_deadline="escalate", escalation=[ApprovalStep(["mia"])])]}',
+     ""),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'quorum=2)}', "agent 't': approvals['book_flight'].quorum is 2, but approvers names 0"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'when={"type": "nonsense"})}', "agent 't': approvals['book_flight'].when is not a valid "
+     "JSON Schema"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'on_deadline="escalate")}', "agent 't': approvals['book_flight'].on_deadline is "
+     "escalate, but no escalation step follows"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'ask="sometimes")}', "agent 't': approvals['book_flight'].ask must be always, "
+     "once_per_thread or never"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'approvers=["ann", "ann"])}', "agent 't': approvals['book_flight'].approvers must name "
+     "at most 50 distinct identities"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'deadline_s=60, on_deadline="escalate", escalation=[ApprovalStep(["mia"], '
+     'deadline_s=0)])}', "agent 't': approvals['book_flight'].escalation[0].deadline_s must "
+     "be seconds above 0"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": [ApprovalRule(message="?"), '
+     '"x"]}', "agent 't': approvals['book_flight'][1] must be an ApprovalRule"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'escalation=[ApprovalStep(["mia"])])}', "agent 't': approvals['book_flight'].on_deadline "
+     "is deny, so the escalation step after it is never asked"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": []}', "agent 't': "
+     "approvals['book_flight'] must list at least one ApprovalRule"),
     ('name="t", agent_kwargs={"plugins": []}', ""),  # empty: adds nothing, accepted
     ('name="t", agent_kwargs={"plugins": [object()]}', "agent 't' sets plugins: these add "
      "tools that approvals cannot see"),

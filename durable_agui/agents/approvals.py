@@ -235,6 +235,11 @@ def _check_rule(where: str, rule: ApprovalRule, input_schema: Mapping[str, Any] 
 
 
 def _check_step(where: str, step: ApprovalStep, is_last: bool) -> None:
+    _check_approvers(where, step)
+    _check_deadline(where, step, is_last)
+
+
+def _check_approvers(where: str, step: ApprovalStep) -> None:
     approvers = step.approvers
     if isinstance(approvers, str) or not isinstance(approvers, Sequence):
         raise PolicyError(f"{where}.approvers", "must be a list of identities")
@@ -259,6 +264,9 @@ def _check_step(where: str, step: ApprovalStep, is_last: bool) -> None:
             f"is {quorum}, but approvers names {len(approvers)}: a quorum needs that many "
             "distinct approvers named",
         )
+
+
+def _check_deadline(where: str, step: ApprovalStep, is_last: bool) -> None:
     deadline = step.deadline_s
     if deadline is not None and (
         not isinstance(deadline, int | float) or isinstance(deadline, bool) or not deadline > 0
@@ -272,6 +280,12 @@ def _check_step(where: str, step: ApprovalStep, is_last: bool) -> None:
         )
     if step.on_deadline == "escalate" and is_last:
         raise PolicyError(f"{where}.on_deadline", "is escalate, but no escalation step follows")
+    if step.on_deadline != "escalate" and not is_last:
+        raise PolicyError(
+            f"{where}.on_deadline",
+            f"is {step.on_deadline}, so the escalation step after it is never asked; "
+            "escalate, or leave that step out",
+        )
 
 
 def _check_schema(where: str, schema: Any, max_bytes: int) -> None:

@@ -11,6 +11,7 @@ test server.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import sqlite3
 import sys
@@ -46,6 +47,7 @@ from durable_agui.core.contract import (
     UPDATE_CANCEL_RUN,
     UPDATE_DELETE_THREAD,
     AppendInput,
+    Approver,
     CancelAccepted,
     CancelRequest,
     ContextEntry,
@@ -213,6 +215,72 @@ async def decided_by_link(env: WorkflowEnvironment, settings: Settings, thread: 
             ),
         )
         await run_events(env.client, thread, answered)
+
+
+def refund_desk() -> Any:
+    """The refund desk's agents (``examples/refund_desk/agents.py``), loaded by path: its
+    module name, ``agents``, is the example's own."""
+    spec = importlib.util.spec_from_file_location(
+        "refund_desk_agents", HERE.parent.parent / "examples" / "refund_desk" / "agents.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AGENTS
+
+
+async def decide(
+    client: Client, thread: str, run_id: str, interrupt_id: str, who: str, **answer: Any
+) -> None:
+    """A decision by ``who`` (as the API stamps a REST caller), through ``submit_tool_results``."""
+    await client.get_workflow_handle(workflow_id_for(thread)).execute_update(
+        AgentThreadWorkflow.submit_tool_results,
+        ToolResultsRequest(
+            run_id=run_id,
+            principal=who,
+            resume=[
+                ResumeAnswer(
+                    interrupt_id=interrupt_id,
+                    status=answer.pop("status", "resolved"),
+                    approver=Approver(channel="rest", principal=who),
+                    **answer,
+                )
+            ],
+        ),
+    )
+
+
+async def approval_policy(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """The refund desk's policy (issue 44): a two-person quorum with the same person twice
+    and an edit, a once-per-thread consent then a call it lets run unasked, and a refund
+    nobody decides, escalated after an hour and denied after a day (the deadline's run)."""
+
+    async def asked(run_id: str, text: str) -> str:
+        await start_run(env.client, settings, thread, run_id, text, [], agent="refund_desk")
+        events = await run_events(env.client, thread, run_id)
+        (approval,) = events[-1]["outcome"]["interrupts"]
+        return str(approval["id"])
+
+    large = await asked("r1", 'call refund {"order": "A-1", "amount": 1500}')
+    edits = {"arguments": {"order": "A-1", "amount": 1200}}
+    await decide(env.client, thread, "v1", large, "ann", payload=edits)
+    await decide(env.client, thread, "v2", large, "ann", payload=edits)  # counted once
+    await decide(env.client, thread, "r2", large, "bob")
+    await run_events(env.client, thread, "r2")
+    voucher = await asked("r3", 'call voucher {"order": "A-1"}')
+    await decide(env.client, thread, "r4", voucher, "anonymous")  # the owner
+    await run_events(env.client, thread, "r4")
+    await start_run(env.client, settings, thread, "r5", 'call voucher {"order": "A-2"}', [], agent="refund_desk")  # fmt: skip
+    await run_events(env.client, thread, "r5")
+    await asked("r6", 'call refund {"order": "A-2", "amount": 250}')
+    await env.sleep(timedelta(hours=1, seconds=1))  # the team's hour: the manager is asked
+    await env.sleep(timedelta(days=1, seconds=1))  # the manager's day: denied, and a run goes on
+    for _ in range(600):
+        state = await thread_state(env.client, thread)
+        if not state.interrupts and state.current_run_id is None and not state.queued_run_ids:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the deadline's run did not end")
 
 
 async def continue_as_new(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
@@ -739,6 +807,8 @@ async def traced(env: WorkflowEnvironment, settings: Settings, thread: str) -> N
 
 
 TRACED = {"traced"}
+AGENTS_OF: dict[str, Callable[[], Any]] = {"approval_policy": refund_desk}
+"""Scenarios served by agents of their own (the others: the demo agent)."""
 """Scenarios recorded with a worker whose client carries the OpenTelemetry plugin."""
 
 SLOW_RECONCILE: dict[str, Callable[[Settings], object]] = {
@@ -758,6 +828,7 @@ SCENARIOS: dict[str, Scenario] = {
     "expiry": expiry,
     "interrupt": interrupt,
     "decided_by_link": decided_by_link,
+    "approval_policy": approval_policy,
     "continue_as_new": continue_as_new,
     "cancel": cancel,
     "cancel_during_reconcile": cancel_during_reconcile,
@@ -805,6 +876,8 @@ async def record(name: str, scenario: Scenario) -> None:
         try:
             if name in TRACED:
                 worker = build_worker(traced_client(env.client), settings)
+            elif name in AGENTS_OF:
+                worker = build_worker(env.client, settings, agents=AGENTS_OF[name]())
             elif name not in SLOW_RECONCILE:
                 worker = build_worker(env.client, settings)
             else:

@@ -41,7 +41,7 @@ from durable_agui.core.decision_links import (
     approval_payload,
     read,
 )
-from durable_agui.core.errors import ThreadRefused
+from durable_agui.core.errors import ErrorType, ThreadRefused
 from durable_agui.core.settings import Settings
 
 router = APIRouter(prefix="/decisions", tags=["decisions"], include_in_schema=False)
@@ -211,6 +211,12 @@ def _used() -> HTMLResponse:
 def _thread_refusal(refused: ThreadRefused) -> HTMLResponse:
     if refused.status == 404:
         return refusal(404, "This thread is gone", "The conversation was deleted or expired.")
+    if refused.type == ErrorType.APPROVER_NOT_ALLOWED:
+        return refusal(
+            403,
+            "This decision is not yours to make now",
+            "The approval's policy asks someone else at this step.",
+        )
     if refused.status in (429, 503):
         return refusal(
             refused.status, "Try again in a moment", "The thread cannot take the decision now."
