@@ -141,7 +141,7 @@ BAD_DEFINITIONS = [
      "be an ApprovalRule"),
     # Approval policies (durable_agui.agents.approvals): the field named, tier and step too.
     ('name="t", tools=[book_flight], approvals={"book_flight": [ApprovalRule(message="?", '
-     'when={"required": ["x"]}), ApprovalRule(message="!", approvers=["ann", "bob"], '
+     'when={"required": ["flight"]}), ApprovalRule(message="!", approvers=["ann", "bob"], '
      'quorum=2, deadline_s=60, on_deadline="escalate", escalation=[ApprovalStep(["mia"])])]}',
      ""),
     ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
@@ -156,8 +156,14 @@ BAD_DEFINITIONS = [
      'ask="sometimes")}', "agent 't': approvals['book_flight'].ask must be always, "
      "once_per_thread or never"),
     ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
-     'approvers=["ann", "ann"])}', "agent 't': approvals['book_flight'].approvers must name "
-     "at most 50 distinct identities"),
+     'approvers=["ann", "ann"])}', "agent 't': approvals['book_flight'].approvers names "
+     "'ann' twice"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'ask="never", approvers=["ann"])}', "agent 't': approvals['book_flight'].ask is never: "
+     "the call runs unasked"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'when={"required": ["flihgt"]})}', "agent 't': approvals['book_flight'].when names "
+     "'flihgt', which the tool does not take (its arguments: flight)"),
     ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
      'deadline_s=60, on_deadline="escalate", escalation=[ApprovalStep(["mia"], '
      'deadline_s=0)])}', "agent 't': approvals['book_flight'].escalation[0].deadline_s must "
@@ -168,7 +174,7 @@ BAD_DEFINITIONS = [
      'escalation=[ApprovalStep(["mia"])])}', "agent 't': approvals['book_flight'].on_deadline "
      "is deny, so the escalation step after it is never asked"),
     ('name="t", tools=[book_flight], approvals={"book_flight": []}', "agent 't': "
-     "approvals['book_flight'] must list at least one ApprovalRule"),
+     "approvals['book_flight'] must list 1-10 ApprovalRules"),
     ('name="t", agent_kwargs={"plugins": []}', ""),  # empty: adds nothing, accepted
     ('name="t", agent_kwargs={"plugins": [object()]}', "agent 't' sets plugins: these add "
      "tools that approvals cannot see"),

@@ -44,6 +44,8 @@ from durable_agui.core.contract.approvals import Ask, AskStep, DeadlineAction
 
 AskWhen = Literal["always", "once_per_thread", "never"]
 
+MAX_TIERS = 10
+"""Rules of one tool (tiers): an editable one carries the conditions of those before it."""
 MAX_STEPS = 8
 """Steps of an approval (the first and its escalations): each is carried by every open
 interrupt of the tool."""
@@ -146,9 +148,14 @@ def asking_rule(
     return None
 
 
-def ask_of(rule: ApprovalRule, input_schema: Mapping[str, Any] | None) -> Ask | None:
+def ask_of(
+    rule: ApprovalRule,
+    input_schema: Mapping[str, Any] | None,
+    outranked_by: Sequence[Mapping[str, Any]] = (),
+) -> Ask | None:
     """What the thread carries for a call ``rule`` asks about (``None``: a plain approval,
-    ``ApprovalRule.is_plain``); ``input_schema``: the tool's, for an editable rule."""
+    ``ApprovalRule.is_plain``); ``input_schema``: the tool's, for an editable rule;
+    ``outranked_by``: the conditions of the tiers before it that would have asked."""
     if rule.is_plain():
         return None
     return Ask(
@@ -156,6 +163,7 @@ def ask_of(rule: ApprovalRule, input_schema: Mapping[str, Any] | None) -> Ask | 
         identity_claim=rule.identity_claim,
         remember=rule.ask == "once_per_thread",
         edit_schema=dict(input_schema or {}) if rule.editable else None,
+        outranked_by=[dict(when) for when in outranked_by] if rule.editable else [],
     )
 
 
@@ -196,8 +204,8 @@ def check_approvals(
                 f"approvals[{tool_name!r}]", "must be an ApprovalRule or a list of them"
             )
         many = rules if listed else [rules]
-        if listed and not many:
-            raise PolicyError(f"approvals[{tool_name!r}]", "must list at least one ApprovalRule")
+        if listed and not 0 < len(many) <= MAX_TIERS:
+            raise PolicyError(f"approvals[{tool_name!r}]", f"must list 1-{MAX_TIERS} ApprovalRules")
         for index, rule in enumerate(many):
             where = f"approvals[{tool_name!r}]" + (f"[{index}]" if listed else "")
             if not isinstance(rule, ApprovalRule):
@@ -232,6 +240,13 @@ def _check_rule(where: str, rule: ApprovalRule, input_schema: Mapping[str, Any] 
         _check_step(prefix, step, is_last=index == len(steps) - 1)
     if rule.editable:
         _check_editable(where, input_schema)
+    if rule.ask == "never" and not rule.is_plain():
+        raise PolicyError(
+            f"{where}.ask",
+            "is never: the call runs unasked, so approvers, quorum, deadlines, escalation "
+            "and editable mean nothing; leave them out",
+        )
+    _check_condition_names(where, rule.when, input_schema)
 
 
 def _check_step(where: str, step: ApprovalStep, is_last: bool) -> None:
@@ -243,10 +258,11 @@ def _check_approvers(where: str, step: ApprovalStep) -> None:
     approvers = step.approvers
     if isinstance(approvers, str) or not isinstance(approvers, Sequence):
         raise PolicyError(f"{where}.approvers", "must be a list of identities")
-    if len(approvers) > MAX_APPROVERS or len(set(approvers)) != len(approvers):
-        raise PolicyError(
-            f"{where}.approvers", f"must name at most {MAX_APPROVERS} distinct identities"
-        )
+    if len(approvers) > MAX_APPROVERS:
+        raise PolicyError(f"{where}.approvers", f"must name at most {MAX_APPROVERS} identities")
+    twice = next((a for i, a in enumerate(approvers) if a in approvers[:i]), None)
+    if twice is not None:
+        raise PolicyError(f"{where}.approvers", f"names {twice!r} twice")
     for approver in approvers:
         if not isinstance(approver, str) or not 0 < len(approver) <= MAX_IDENTITY:
             raise PolicyError(
@@ -304,6 +320,24 @@ def _check_schema(where: str, schema: Any, max_bytes: int) -> None:
         raise PolicyError(where, f"is {size} bytes of JSON; at most {max_bytes}")
 
 
+def _check_condition_names(
+    where: str, when: Mapping[str, Any] | None, input_schema: Mapping[str, Any] | None
+) -> None:
+    """A condition naming an argument the tool does not take never holds as meant (with
+    ``required`` the call then runs unasked): refused, for tools known at start."""
+    declared = (input_schema or {}).get("properties")
+    if when is None or not isinstance(declared, Mapping):
+        return
+    named = set(when.get("properties") or {}) | set(when.get("required") or [])
+    unknown = sorted(named - set(declared))
+    if unknown:
+        raise PolicyError(
+            f"{where}.when",
+            f"names {unknown[0]!r}, which the tool does not take "
+            f"(its arguments: {', '.join(sorted(declared)) or 'none'})",
+        )
+
+
 def _check_editable(where: str, input_schema: Mapping[str, Any] | None) -> None:
     """An editable rule carries the tool's input schema in the thread's state: bounded."""
     if input_schema is not None and len(_json(input_schema)) > MAX_EDIT_SCHEMA_BYTES:
@@ -338,5 +372,16 @@ class TurnApprovals:
         return asking_rule(rules, arguments, tool_name in self.consents) if rules else None
 
     def ask(self, tool_name: str, rule: ApprovalRule) -> Ask | None:
-        """``ask_of`` with the tool's input schema."""
-        return ask_of(rule, self.input_schemas.get(tool_name))
+        """``ask_of`` with the tool's input schema and the tiers before ``rule`` that would
+        have asked (an edit may not move a call under one of them)."""
+        rules = rules_of(self.approvals, tool_name)
+        earlier = rules[: rules.index(rule)] if rule in rules else ()
+        consented = tool_name in self.consents
+        outranking = [
+            r.when
+            for r in earlier
+            if r.when is not None
+            and r.ask != "never"
+            and not (r.ask == "once_per_thread" and consented)
+        ]
+        return ask_of(rule, self.input_schemas.get(tool_name), outranking)

@@ -35,8 +35,14 @@ ClaimsDep = Annotated[dict[str, str], Depends(current_claims)]
 
 
 def stamped(
-    resume: list[ResumeAnswer], channel: Channel, principal: str, claims: dict[str, str]
+    resume: list[ResumeAnswer],
+    channel: Channel,
+    principal: str,
+    claims: dict[str, str],
+    *,
+    is_owner: bool,
 ) -> list[ResumeAnswer]:
-    """``resume`` with its sender on every entry."""
-    approver = Approver(channel=channel, principal=principal, claims=claims)
+    """``resume`` with its sender on every entry (``is_owner``: the caller addresses a thread
+    of its own: the thread's id space is its principal's)."""
+    approver = Approver(channel=channel, principal=principal, claims=claims, is_owner=is_owner)
     return [answer.model_copy(update={"approver": approver}) for answer in resume]

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import HTTPException, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from durable_agui.api.decision_page import DECISION_PATH
+from durable_agui.api.decision_page import is_decision_link
 from durable_agui.api.errors import api_error, error_response
 from durable_agui.api.run_checks import invalid, too_large
 from durable_agui.core.contract import ErrorType
@@ -38,7 +38,7 @@ def is_decision_form(scope: Scope) -> bool:
     hold to JSON. The token in its path is its credential, which a cross-site form cannot
     know, so the JSON-only rule's reason (refusing the forms other sites can send) does not
     hold for it; the route reads the form, and answers a page for one it cannot read."""
-    return DECISION_PATH.search(scope["path"]) is not None
+    return is_decision_link(scope["path"])
 
 
 def content_refusal(scope: Scope, body: bytes) -> HTTPException | None:

@@ -98,7 +98,15 @@ def recorded(decision: Decision, comment: str | None, run_id: str | None) -> HTM
 
 
 DECISION_PATH = re.compile(r"/decisions(/.*)?\Z")
-"""A decision link's path (``api.routers.decisions``), under any prefix, whatever its token."""
+"""A decision link's path (``api.routers.decisions``), under any prefix, whatever its token
+(``is_decision_link``: not a thread's audit, ``/threads/{id}/decisions``)."""
+THREAD_AUDIT_PATH = re.compile(r"/threads/[^/]+/decisions\Z")
+
+
+def is_decision_link(path: str) -> bool:
+    """Whether ``path`` is a decision link's (its errors are pages), not the JSON API's."""
+    return DECISION_PATH.search(path) is not None and THREAD_AUDIT_PATH.search(path) is None
+
 
 _TITLES = {
     400: "This link is not valid",
@@ -122,7 +130,7 @@ class DecisionErrorPages:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or DECISION_PATH.search(scope["path"]) is None:
+        if scope["type"] != "http" or not is_decision_link(scope["path"]):
             await self.app(scope, receive, send)
             return
         held: list[Message] = []

@@ -55,7 +55,8 @@ def run_outcome(
 def approval_standing(interrupt: OpenInterrupt) -> dict[str, Any]:
     """Where an approval under a policy stands: the step (from 1), who is asked now (empty:
     whoever may answer the thread), how many approvals the step needs, who approved it so
-    far and how many are still needed. In webhook bodies, ``GET /threads/{id}`` and the
+    far and how many are still needed, and the edited arguments those approvals are for
+    (``null``: the model's; a further approval must send the same). In webhook bodies, ``GET /threads/{id}`` and the
     AG-UI interrupt's ``metadata``."""
     assert interrupt.ask is not None
     step = interrupt.ask.steps[interrupt.step]
@@ -70,6 +71,7 @@ def approval_standing(interrupt: OpenInterrupt) -> dict[str, Any]:
         "identity": interrupt.ask.identity_claim or "principal",
         "onDeadline": step.on_deadline,
         "editable": interrupt.ask.edit_schema is not None,
+        "editedArguments": interrupt.edited_args,
     }
 
 

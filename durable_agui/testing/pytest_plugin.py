@@ -30,7 +30,8 @@ def durable_agui_agents() -> AgentsArgument | AgentDefinition | None:
 
 @pytest.fixture
 def durable_agui_settings() -> dict[str, Any]:
-    """``Settings`` fields for ``agent_env``, e.g. ``{"answer_timeout_s": 3600}``.
+    """Keywords for ``agent_env``'s ``AgentTestEnvironment``: ``Settings`` fields, e.g.
+    ``{"answer_timeout_s": 3600}``, and ``identities`` (people who approve as themselves).
     Default: none (24 h answer deadlines, the file store in a temporary folder)."""
     return {}
 

@@ -24,46 +24,33 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from jsonschema import Draft202012Validator
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
     ApprovedCall,
-    Approver,
     AskStep,
     BatchState,
     ClosedReason,
     DecisionRecord,
     ErrorType,
-    LinkDecision,
     OpenInterrupt,
     ResumeAnswer,
     ToolCallRecord,
     Vote,
 )
 from durable_agui.core.contract.ids import digest
+from durable_agui.workflows.approval_audit import (
+    EDITS_KEY,
+    anyone,
+    audit,
+    edits_of,
+    kept,
+    record,
+)
 from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Judgement, Verdict
-
-KEEP_DECISIONS = 50
-"""Decisions by link a thread remembers (the newest), each with a comment of up to
-``MAX_COMMENT`` characters: they cross continue-as-new, so they are bounded well inside the
-carry's budget (``tests/unit/workflows/thread/test_carry_bounds.py``). Older ones are in the history and the
-activity summaries; their links then say "no longer waiting" rather than "already used"."""
-
-KEPT_COMMENT = 200
-"""Characters of a decision's comment the thread keeps (``decisions``); the messages'
-``metadata.decision.comment`` shows these."""
-
-KEEP_AUDIT = 200
-"""Decisions a thread's audit keeps (the newest): it crosses continue-as-new."""
-KEPT_AUDIT_ARGUMENTS = 2000
-"""JSON characters of arguments (original, edited) an audit record keeps; larger ones are
-recorded as ``{"omitted": <characters>}`` (the tool message's metadata has them whole)."""
-EDITS_KEY = "arguments"
-"""Where an approver's corrected arguments are in a resume entry's ``payload``."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +81,12 @@ def stand(interrupt: OpenInterrupt, answer: ResumeAnswer) -> Standing:
     assert ask is not None
     step = step_of(interrupt)
     approver = answer.approver
+    if approver is not None and approver.is_owner and answer.status == "cancelled":
+        # The thread's owner withdraws what it asked for: a denial never gets round a rule.
+        return Standing(approver.principal or "owner")
     identity = approver.identity(ask.identity_claim) if approver is not None else None
     if identity is None and not step.approvers:
-        identity = _anyone(approver)  # a step open to whoever may answer the thread
+        identity = anyone(approver)  # a step open to whoever may answer the thread
     kind = f"claim {ask.identity_claim!r}" if ask.identity_claim else "principal"
     if identity is None:
         raise ApplicationError(
@@ -115,17 +105,22 @@ def stand(interrupt: OpenInterrupt, answer: ResumeAnswer) -> Standing:
     if voted is not None:
         same = answer.status == "resolved" and voted.payload_digest == payload_digest(answer)
         return Standing(identity, repeated=same, conflicting=not same)
-    if answer.status == "resolved" and _edits_differ(interrupt, answer):
-        return Standing(identity, conflicting=True)
+    if (
+        answer.status == "resolved"
+        and interrupt.votes
+        and edits_of(answer) != interrupt.edited_args
+    ):
+        raise ApplicationError(
+            f"the approvals of {interrupt.interrupt_id!r} so far are for "
+            + (
+                f"the arguments payload.{EDITS_KEY} = {shown(json.dumps(interrupt.edited_args))}"
+                if interrupt.edited_args is not None
+                else "the model's arguments, unedited"
+            )
+            + "; every approver of a quorum approves the same arguments (or denies)",
+            type=ErrorType.CONFLICTING_RESUME,
+        )
     return Standing(identity)
-
-
-def _anyone(approver: Approver | None) -> str:
-    """The identity the audit gives a sender a step does not compare: their principal, else
-    their channel."""
-    if approver is None:
-        return "unknown"
-    return approver.named or approver.principal or approver.channel
 
 
 def names(interrupt: OpenInterrupt, answer: ResumeAnswer) -> bool:
@@ -168,23 +163,34 @@ def check_edits(interrupt: OpenInterrupt, answer: ResumeAnswer) -> None:
             f"{interrupt.tool_name!r}'s input schema at {where}: {error.message[:300]}",
             type=ErrorType.INVALID_EDITS,
         )
-
-
-def edits_of(answer: ResumeAnswer) -> Any:
-    """The edited arguments a resume entry carries (``None``: none)."""
-    payload = answer.payload
-    return payload.get(EDITS_KEY) if isinstance(payload, dict) else None
+    declared = ask.edit_schema.get("properties")
+    unknown = sorted(set(edits) - set(declared)) if isinstance(declared, dict) else []
+    if unknown:
+        raise ApplicationError(
+            f"payload.{EDITS_KEY} of {interrupt.interrupt_id!r} names {shown(unknown[0])}, "
+            f"which tool {interrupt.tool_name!r} does not take",
+            type=ErrorType.INVALID_EDITS,
+        )
+    if any(Draft202012Validator(when).is_valid(edits) for when in ask.outranked_by):
+        raise ApplicationError(
+            f"the edited arguments of {interrupt.interrupt_id!r} fall under an earlier rule "
+            f"of tool {interrupt.tool_name!r}'s policy than the one that asks now; approve "
+            "the arguments as they are, or deny and let the model call it again",
+            type=ErrorType.INVALID_EDITS,
+        )
 
 
 def payload_digest(answer: ResumeAnswer) -> str:
     return digest(json.dumps(answer.payload, sort_keys=True, ensure_ascii=False))
 
 
-def _edits_differ(interrupt: OpenInterrupt, answer: ResumeAnswer) -> bool:
-    """Two approvers approving different edits: they did not approve the same action."""
-    edits = edits_of(answer)
-    return (
-        edits is not None and interrupt.edited_args is not None and edits != interrupt.edited_args
+def held_bytes(interrupt: OpenInterrupt) -> int:
+    """Bytes of the edits an undecided approval holds for its next votes (the batch's
+    budget counts them, as it counts answers)."""
+    if interrupt.resolution is not None or interrupt.edited_args is None:
+        return 0
+    return len(
+        json.dumps(interrupt.edited_args, ensure_ascii=False).encode("utf-8", "surrogatepass")
     )
 
 
@@ -217,47 +223,6 @@ def take(
     )
 
 
-def record(
-    interrupt: OpenInterrupt,
-    decision: Any,
-    identity: str | None,
-    answer: ResumeAnswer | None,
-    now: datetime,
-    *,
-    quorum_met: bool = False,
-) -> DecisionRecord:
-    """The audit's record of one decision (arguments kept up to ``KEPT_AUDIT_ARGUMENTS``)."""
-    approver = answer.approver if answer is not None else None
-    link = answer.decided_by if answer is not None else None
-    edits = edits_of(answer) if answer is not None else None
-    comment = link.comment if link is not None else _comment(answer)
-    return DecisionRecord(
-        interrupt_id=interrupt.interrupt_id,
-        tool_call_id=interrupt.wire_id,
-        tool_name=interrupt.tool_name,
-        decision=decision,
-        approver=identity,
-        channel=approver.channel if approver is not None else "deadline",
-        decided_at=now,
-        step=interrupt.step,
-        comment=comment[:200] if comment else None,
-        original_arguments=_kept(interrupt.args) if edits is not None else None,
-        edited_arguments=_kept(edits) if isinstance(edits, dict) else None,
-        quorum_met=quorum_met,
-    )
-
-
-def _comment(answer: ResumeAnswer | None) -> str | None:
-    payload = answer.payload if answer is not None else None
-    comment = payload.get("comment") if isinstance(payload, dict) else None
-    return comment if isinstance(comment, str) else None
-
-
-def _kept(arguments: dict[str, Any]) -> dict[str, Any]:
-    size = len(json.dumps(arguments, ensure_ascii=False))
-    return arguments if size <= KEPT_AUDIT_ARGUMENTS else {"omitted": size}
-
-
 @dataclass(frozen=True)
 class AtDeadline:
     """What a policy's deadline did to one approval."""
@@ -276,7 +241,7 @@ def at_deadline(interrupt: OpenInterrupt, now: datetime, default: timedelta) -> 
     if action == "escalate":
         done = record(interrupt, "escalate", None, None, now)
         interrupt.step += 1
-        interrupt.votes = []
+        interrupt.votes, interrupt.edited_args = [], None
         interrupt.expires_at = step_deadline(step_of(interrupt), now, default)
         return AtDeadline(action, done)
     interrupt.resolution = ResumeAnswer(
@@ -294,14 +259,6 @@ def at_deadline(interrupt: OpenInterrupt, now: datetime, default: timedelta) -> 
 def step_deadline(step: AskStep, now: datetime, default: timedelta) -> datetime:
     """When a step that begins ``now`` ends (``default``: the thread's answer timeout)."""
     return now + (timedelta(seconds=step.deadline_s) if step.deadline_s is not None else default)
-
-
-def kept(decision: LinkDecision) -> LinkDecision:
-    """``decision`` as a thread keeps it: its comment cut to ``KEPT_COMMENT`` characters."""
-    comment = decision.comment
-    if comment is None or len(comment) <= KEPT_COMMENT:
-        return decision
-    return decision.model_copy(update={"comment": comment[: KEPT_COMMENT - 1] + "…"})
 
 
 def opened_interrupt(
@@ -344,25 +301,17 @@ def take_vote(
     whether it counted (an approval decided already acknowledges a late vote)."""
     if interrupt.resolution is not None:
         return False
-    done = take(interrupt, answer, stand(interrupt, answer), now or interrupt.expires_at)
+    try:
+        standing = stand(interrupt, answer)
+    except ApplicationError:
+        return False  # refused by the validator before; never raised in a handler
+    done = take(interrupt, answer, standing, now or interrupt.expires_at)
     if done is None:
         return False
     audit(state, done)
     if answer.decided_by is not None:
         state.decisions[interrupt.wire_id] = kept(answer.decided_by)
     return True
-
-
-def audit(state: BatchState, done: DecisionRecord) -> None:
-    """Add a decision to the thread's audit (the newest ``KEEP_AUDIT``)."""
-    state.audit = [*state.audit, done][-KEEP_AUDIT:]
-
-
-def plain_record(interrupt: OpenInterrupt, answer: ResumeAnswer, now: datetime) -> DecisionRecord:
-    """The audit's record of an answer to a plain approval (no policy): it decides."""
-    decision = "approve" if answer.status == "resolved" else "deny"
-    identity = _anyone(answer.approver)
-    return record(interrupt, decision, identity, answer, now, quorum_met=decision == "approve")
 
 
 def approved_call(interrupt: OpenInterrupt, answer: ResumeAnswer) -> ApprovedCall:

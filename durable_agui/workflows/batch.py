@@ -40,12 +40,14 @@ from durable_agui.core.contract import (
     ToolResult,
 )
 from durable_agui.workflows import approval
-from durable_agui.workflows.approval import (
+from durable_agui.workflows.approval import Deadline, opened_interrupt
+from durable_agui.workflows.approval_audit import (
+    KEEP_AUDIT,
     KEEP_DECISIONS,
     KEPT_COMMENT,
-    Deadline,
+    audit,
     kept,
-    opened_interrupt,
+    plain_record,
 )
 from durable_agui.workflows.bounds import recent, shown, time_to
 from durable_agui.workflows.verdicts import (
@@ -301,7 +303,7 @@ class ToolCallBatch:
                 if answer.decided_by is not None:
                     self.state.decisions[interrupt.wire_id] = kept(answer.decided_by)
                 if now is not None:
-                    approval.audit(self.state, approval.plain_record(interrupt, answer, now))
+                    audit(self.state, plain_record(interrupt, answer, now))
         return accepted
 
     def at_deadline(self, now: datetime, default: timedelta) -> Deadline:
@@ -310,8 +312,10 @@ class ToolCallBatch:
 
     def held_bytes(self) -> int:
         """Bytes of the answers the open batch holds (counted against the batch budget)."""
-        return sum(c.result.size() for c in self.state.calls.values() if c.result) + sum(
-            i.resolution.size() for i in self.state.interrupts.values() if i.resolution
+        return (
+            sum(c.result.size() for c in self.state.calls.values() if c.result)
+            + sum(i.resolution.size() for i in self.state.interrupts.values() if i.resolution)
+            + sum(approval.held_bytes(i) for i in self.state.interrupts.values())
         )
 
     def _is_approval(self, wire_id: str) -> bool:
@@ -430,6 +434,6 @@ class ToolCallBatch:
                 "closed_interrupts": recent(self.state.closed_interrupts, KEEP_CLOSED),
                 "tool_call_ids": recent(self.state.tool_call_ids, KEEP_CALL_IDS),
                 "decisions": recent(self.state.decisions, KEEP_DECISIONS),
-                "audit": self.state.audit[-approval.KEEP_AUDIT :],
+                "audit": self.state.audit[-KEEP_AUDIT:],
             }
         )

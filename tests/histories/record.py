@@ -265,7 +265,7 @@ async def approval_policy(env: WorkflowEnvironment, settings: Settings, thread: 
     edits = {"arguments": {"order": "A-1", "amount": 1200}}
     await decide(env.client, thread, "v1", large, "ann", payload=edits)
     await decide(env.client, thread, "v2", large, "ann", payload=edits)  # counted once
-    await decide(env.client, thread, "r2", large, "bob")
+    await decide(env.client, thread, "r2", large, "bob", payload=edits)  # the same edits
     await run_events(env.client, thread, "r2")
     voucher = await asked("r3", 'call voucher {"order": "A-1"}')
     await decide(env.client, thread, "r4", voucher, "anonymous")  # the owner

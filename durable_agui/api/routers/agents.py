@@ -221,7 +221,7 @@ async def run_agent(
     request = run_request(agent, run_input)
     request = request.model_copy(
         update={
-            "resume": stamped(request.resume, "run", principal, claims),
+            "resume": stamped(request.resume, "run", principal, claims, is_owner=True),
             "principal": principal,
             "multitask_strategy": strategy,
             "metadata": thread_metadata(run_input),

@@ -45,6 +45,9 @@ class Ask(BaseModel):
     identity_claim: str | None = None
     remember: bool = False
     edit_schema: dict[str, Any] | None = None
+    outranked_by: list[dict[str, Any]] = Field(default_factory=list)
+    """The conditions (``when``) of the rules before this one that would have asked: edited
+    arguments that match one fall under a stricter tier, and are refused."""
 
 
 class Approver(BaseModel):
@@ -57,6 +60,9 @@ class Approver(BaseModel):
     principal: str | None = None
     claims: dict[str, str] = Field(default_factory=dict)
     named: str | None = None
+    is_owner: bool = False
+    """The sender owns the thread (an AG-UI run, or a REST call on its own thread): a
+    denial from them withdraws the request, whoever the policy names."""
 
     def identity(self, claim: str | None) -> str | None:
         """The identity a policy compares (its ``identity_claim``, else the principal);

@@ -204,3 +204,45 @@ async def test_an_accepted_edit_runs_the_corrected_call(agent_env: AgentTestEnvi
     assert decision["editedArguments"] == {"order": "A-1", "amount": 90}
     tool_message = next(m for m in await agent_env.messages("fixed") if m["role"] == "tool")
     assert tool_message["metadata"]["edits"]["original"] == {"order": "A-1", "amount": 250}
+
+
+async def test_an_edit_cannot_move_a_refund_into_a_stricter_tier(
+    agent_env: AgentTestEnvironment,
+) -> None:
+    (approval,) = (await agent_env.run("upgrade", refund(250))).interrupts
+
+    with pytest.raises(AgentApiError) as refused:
+        await agent_env.approve(
+            "upgrade", approval, as_="ann", edits={"order": "A-1", "amount": 50000}
+        )
+
+    assert (refused.value.status, refused.value.type) == (422, "InvalidEdits")
+    assert "earlier rule" in refused.value.message  # over 1,000 needs two: ann alone cannot
+
+
+async def test_every_approver_of_a_quorum_approves_the_same_edits(
+    agent_env: AgentTestEnvironment,
+) -> None:
+    (approval,) = (await agent_env.run("same", refund(1500))).interrupts
+    edits = {"order": "A-1", "amount": 1200}
+
+    with pytest.raises(NoRunStarted):
+        await agent_env.approve("same", approval, as_="ann", edits=edits)
+    with pytest.raises(AgentApiError) as unedited:
+        await agent_env.approve("same", approval, as_="bob")  # bob approves what he saw
+    standing = (await agent_env.thread("same"))["interrupts"][0]["approvals"]
+    done = await agent_env.approve("same", approval, as_="bob", edits=edits)
+
+    assert (unedited.value.status, unedited.value.type) == (409, "ConflictingResume")
+    assert standing["editedArguments"] == edits  # what a second approver is asked to approve
+    assert done.text.startswith('refund -> success: {"refunded": "A-1", "amount": 1200.0')
+
+
+async def test_the_customer_may_withdraw_a_request(agent_env: AgentTestEnvironment) -> None:
+    (approval,) = (await agent_env.run("withdrawn", refund(1500))).interrupts
+
+    withdrawn = await agent_env.deny("withdrawn", approval)  # the thread's owner, by REST
+
+    assert withdrawn.text == "refund -> error: The person declined this action; it was not run."
+    (decision,) = await agent_env.decisions("withdrawn")
+    assert (decision["decision"], decision["approver"]) == ("deny", "owner")

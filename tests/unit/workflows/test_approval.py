@@ -134,11 +134,36 @@ def test_edits_are_checked_against_the_tool_schema_and_run() -> None:
     assert refusal is not None and refusal.type == ErrorType.INVALID_EDITS
     assert "amount" in refusal.message
     batch.take([], [right], NOW)
-    assert judged(batch, other) == Verdict.CONFLICTING  # two people, two different actions
-    batch.take([], [by("bob")], NOW)
+    for unlike in (other, by("bob")):  # other edits, or none: bob did not approve ann's
+        refusal = batch.judge_resume(unlike).refusal
+        assert refusal is not None and refusal.type == ErrorType.CONFLICTING_RESUME
+    batch.take([], [by("bob", payload={"arguments": {"amount": 90}})], NOW)
 
     (approved,) = batch.close(ClosedReason.ABANDONED).approved
     assert (approved.args, approved.original_args) == ({"amount": 90}, {"amount": 250})
+
+
+def test_edits_are_judged_by_the_tiers_again_and_take_no_unknown_argument() -> None:
+    outranked = {"properties": {"amount": {"minimum": 1000}}}
+    batch, _ = asked(two_of_team(edit_schema=SCHEMA, outranked_by=[outranked]))
+
+    for edits in ({"amount": 5000}, {"amount": 90, "evil": 1}):
+        refusal = batch.judge_resume(by("ann", payload={"arguments": edits})).refusal
+        assert refusal is not None and refusal.type == ErrorType.INVALID_EDITS
+    assert judged(batch, by("ann", payload={"arguments": {"amount": 90}})) == Verdict.NEW
+
+
+def test_the_owner_may_withdraw_what_it_asked_for_but_not_approve() -> None:
+    batch, _ = asked(two_of_team())
+    owner = Approver(channel="run", principal="owner", is_owner=True)
+
+    approving = ResumeAnswer(interrupt_id="approve-c1", status="resolved", approver=owner)
+    withdrawing = approving.model_copy(update={"status": "cancelled"})
+
+    assert judged(batch, approving) == Verdict.REFUSED
+    assert judged(batch, withdrawing) == Verdict.NEW
+    batch.take([], [withdrawing], NOW)
+    assert batch.close(ClosedReason.ABANDONED).approved == []
 
 
 def test_edits_are_refused_where_the_policy_allows_none() -> None:

@@ -74,6 +74,7 @@ async def post_tool_results(
             "rest",
             principal,
             claims,
+            is_owner=owner is None or owner == principal,
         ),
         multitask_strategy=body.multitask_strategy,
     )
