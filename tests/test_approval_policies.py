@@ -9,13 +9,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
+from strands import tool
 
+from durable_agui import AgentDefinition, ApprovalRule, OfflineModel
+from durable_agui.testing import AgentTestEnvironment
 from tests.stack import DevStack
 from tests.support import parse_sse, post_run, run_input, user
 from tests.webhook_receiver import WebhookReceiver
@@ -235,3 +240,65 @@ async def test_an_escalation_asks_the_next_step_with_links_of_its_own(
         ("escalate", None, "deadline"),
         ("approve", "mia", "link"),
     ]
+
+
+JWT_KEY = "a-shared-secret-for-policy-tests-0123456789"
+
+
+def token(sub: str, **claims: str) -> dict[str, str]:
+    """The ``Authorization`` header of a JWT for ``sub`` with ``claims``, valid for a day."""
+    exp = int(time.time()) + 24 * 3600
+    signed = jwt.encode({"sub": sub, "exp": exp, **claims}, JWT_KEY, algorithm="HS256")
+    return {"Authorization": f"Bearer {signed}"}
+
+
+@tool
+def wire(amount: float) -> str:
+    """Wire money.
+
+    Args:
+        amount: How much.
+    """
+    return f"wired {amount}"
+
+
+BY_EMAIL = AgentDefinition(
+    name="wires",
+    model=OfflineModel(),
+    tools=[wire],
+    approvals={
+        "wire": ApprovalRule(
+            message="Wire it?", approvers=["ann@example.com"], identity_claim="email"
+        )
+    },
+)
+
+
+async def test_approvers_named_by_a_jwt_claim() -> None:
+    """The policy names people by ``email``: the claim decides, not a principal that looks
+    like one."""
+    async with AgentTestEnvironment(
+        [BY_EMAIL], auth="jwt", jwt_key=JWT_KEY, jwt_algorithms=["HS256"]
+    ) as env:
+        env.http.headers.update(token("u-owner"))
+        asked = await env.http.post(
+            "/agents/wires",
+            json=run_input("w1", "r1", [user("u1", 'call wire {"amount": 5}')], []),
+        )
+        (interrupt,) = parse_sse(asked.text)[-1]["outcome"]["interrupts"]
+        resume = {"resume": [{"interruptId": interrupt["id"], "status": "resolved"}]}
+        path, owner = "/threads/w1/tool-results", {"owner": "u-owner"}
+
+        lookalike = await env.http.post(
+            path, params=owner, json=resume, headers=token("ann@example.com")
+        )
+        by_claim = await env.http.post(
+            path, params=owner, json=resume, headers=token("u-ann", email="ann@example.com")
+        )
+
+        assert lookalike.status_code == 404  # a principal is not the claim the policy names
+        assert by_claim.status_code == 200, by_claim.text
+        done = await env.run_events("w1", by_claim.json()["runId"])
+        assert done.text == "wire -> success: wired 5.0"
+        (decision,) = await env.decisions("w1")
+        assert (decision["approver"], decision["channel"]) == ("ann@example.com", "rest")
