@@ -31,6 +31,7 @@ from tests.stack import (
     store_env,
 )
 from tests.stack import BIN as BIN  # re-exported: tests/histories/record.py imports it here
+from tests.webhook_receiver import WebhookReceiver
 
 SLOW_MODULES = (
     "test_fuzz.py", "test_faults.py", "test_event_log.py", "test_chaos.py", "test_upgrade.py",
@@ -156,6 +157,13 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[WebhookReceiver]:
+    """A webhook receiver on 127.0.0.1 (``tests/webhook_receiver.py``), for one module."""
+    with WebhookReceiver() as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

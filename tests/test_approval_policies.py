@@ -128,12 +128,6 @@ async def test_every_process_restarted_mid_quorum_loses_nothing(desk: DevStack) 
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def fast_desk(
     tmp_path_factory: pytest.TempPathFactory, receiver: WebhookReceiver
 ) -> Iterator[DevStack]:

@@ -49,12 +49,6 @@ OTHER_KEY = "another-deployments-key-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def stack(
     tmp_path_factory: pytest.TempPathFactory, receiver: WebhookReceiver
 ) -> Iterator[DevStack]:

@@ -22,12 +22,6 @@ from tests.webhook_receiver import Attempt, WebhookReceiver
 SECRET = "whsec-test-1"
 
 
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[WebhookReceiver]:
-    with WebhookReceiver() as running:
-        yield running
-
-
 @pytest.fixture(scope="module", params=STORES)
 def stack(
     request: pytest.FixtureRequest,
