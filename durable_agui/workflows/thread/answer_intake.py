@@ -108,6 +108,7 @@ class AnswerIntake:
         if outcome.expired:
             return outcome
         self._visibility.show_status()
+        self._visibility.show_details()
         if self._batch.is_complete:
             run_id = f"deadline-{workflow.uuid4().hex}"
             self._ledger.enqueue(answers.continuation(self._start.agent, run_id, trace_parent()))
@@ -160,5 +161,5 @@ class AnswerIntake:
         audit = answers.link_audit(resume, accepted)
         for line in audit:
             workflow.logger.info("approval decided by link %s", line)
-        if audit:
+        if audit or any(a.interrupt_id in accepted for a in resume):
             self._visibility.show_details()

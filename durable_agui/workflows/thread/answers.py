@@ -35,6 +35,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.core.contract import (
     ANSWER_SIGNALS,
     AnswersBody,
+    DecisionRecord,
     ErrorType,
     LinkDecision,
     PayloadRefused,
@@ -44,6 +45,7 @@ from durable_agui.core.contract import (
     ToolResult,
     ToolResultsRequest,
 )
+from durable_agui.workflows.bounds import shown
 from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
@@ -195,11 +197,21 @@ def remembered(refused: list[RefusedSignal], new: RefusedSignal) -> list[Refused
     return [*refused, new][-KEEP_REFUSED_SIGNALS:]
 
 
-def details(refused: list[RefusedSignal], decisions: Mapping[str, LinkDecision]) -> str:
+def details(
+    refused: list[RefusedSignal],
+    decisions: Mapping[str, LinkDecision],
+    audit: Sequence[DecisionRecord] = (),
+) -> str:
     """The workflow's current details (Markdown, shown in the Temporal UI): the newest
-    refused signals, and the newest approvals decided from a decision link (which link,
-    from which delivery, the comment); empty when there are neither."""
+    decisions on approvals (who, through which channel, at which step), the newest refused
+    signals, and the newest approvals decided from a decision link (which link, from which
+    delivery, the comment); empty when there are none."""
     sections = []
+    if audit:
+        sections.append(
+            "**Approval decisions** (newest first; `GET /threads/{id}/decisions` has more)\n"
+            + "\n".join(decision_line(record) for record in reversed(audit[-SHOWN_REFUSALS:]))
+        )
     if refused:
         lines = [
             f"- {r.at.isoformat(timespec='seconds')} `{r.signal}` {r.ids or ''}: **{r.type}** "
@@ -219,6 +231,17 @@ def details(refused: list[RefusedSignal], decisions: Mapping[str, LinkDecision])
             )
         )
     return "\n\n".join(sections)
+
+
+def decision_line(record: DecisionRecord) -> str:
+    """One decision as the current details show it."""
+    who = record.approver if record.approver is not None else "the deadline"
+    return (
+        f"- {record.decided_at.isoformat(timespec='seconds')} `{record.tool_name}` "
+        f"{record.tool_call_id}: **{record.decision}** by {shown(who)} "
+        f"({record.channel}, step {record.step + 1})"
+        + (" - quorum met, the call runs" if record.quorum_met else "")
+    )
 
 
 def link_audit(resume: list[ResumeAnswer], accepted: list[str]) -> list[str]:

@@ -143,8 +143,10 @@ class ThreadVisibility:
             )
 
     def show_details(self) -> None:
-        """The workflow's current details in the Temporal UI: refused signals and decisions
-        by link (``answers.details``)."""
+        """The workflow's current details in the Temporal UI: decisions on approvals,
+        refused signals and decisions by link (``answers.details``)."""
         workflow.set_current_details(
-            answers.details(self._carry.refused_signals, self._batch.decisions)
+            answers.details(
+                self._carry.refused_signals, self._batch.decisions, self._batch.state.audit
+            )
         )

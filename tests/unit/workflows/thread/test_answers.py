@@ -10,6 +10,7 @@ from durable_agui.core.contract import (
     AnswersBody,
     Approver,
     CancelRequest,
+    DecisionRecord,
     PayloadRefused,
     RefusedSignal,
     ResumeAnswer,
@@ -222,3 +223,25 @@ def test_answers_sent_alone_are_held_for_a_run_of_their_own() -> None:
         "enqueue",
     )
     assert (holding.principal, holding.trace_parent) == ("alice", "tp")
+
+
+def test_the_current_details_list_the_newest_approval_decisions() -> None:
+    def decided(approver: str | None, decision: str) -> DecisionRecord:
+        return DecisionRecord(
+            interrupt_id="approve-c1",
+            tool_call_id="c1",
+            tool_name="refund",
+            decision=decision,  # type: ignore[arg-type]
+            approver=approver,
+            channel="rest" if approver else "deadline",
+            decided_at=NOW,
+            step=0 if approver else 1,
+            quorum_met=approver == "bob",
+        )
+
+    shown = answers.details([], {}, [decided(None, "escalate"), decided("bob", "approve")])
+
+    first, second = shown.splitlines()[1:]
+    assert shown.startswith("**Approval decisions**")
+    assert "**approve** by 'bob' (rest, step 1) - quorum met" in first  # newest first
+    assert "**escalate** by 'the deadline' (deadline, step 2)" in second
