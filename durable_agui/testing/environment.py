@@ -40,7 +40,7 @@ def quiet_runtime() -> Runtime:
     return Runtime(telemetry=TelemetryConfig(logging=quiet))
 
 
-_SET_ON_ENTRY = frozenset({"settings", "temporal", "http", "agent", "app"})
+_SET_ON_ENTRY = frozenset({"settings", "temporal", "http", "agent", "app", "_processes"})
 
 
 class AgentTestEnvironment(AgentTestClient):
@@ -54,7 +54,9 @@ class AgentTestEnvironment(AgentTestClient):
     default the ``DURABLE_AGUI_AGENTS`` setting, else the demo agent). ``data_dir``: where
     the file session store and the event log live (default a temporary folder, removed on
     exit). ``worker_options``: passed to each ``temporalio.worker.Worker`` (default the
-    unsandboxed workflow runner, as ``durable-agui worker`` runs).
+    unsandboxed workflow runner, as ``durable-agui worker`` runs, and no workflow cache:
+    every workflow task replays the thread's history, so a test fails on a nondeterministic
+    change, and ``restart`` works).
     ``identities``: people who may approve as themselves (``approve(..., as_="ann")``):
     the app then takes API keys, one per identity and one for the thread's owner
     (``OWNER``), which every other verb sends. ``settings``: any other
@@ -86,7 +88,14 @@ class AgentTestEnvironment(AgentTestClient):
         self._agents = agents
         self._identities = tuple(identities)
         self._data_dir = data_dir
-        self._worker_options = worker_options or {"workflow_runner": UnsandboxedWorkflowRunner()}
+        self._worker_options = worker_options or {
+            "workflow_runner": UnsandboxedWorkflowRunner(),
+            # No workflow cache, so no sticky queue: every workflow task replays the thread's
+            # history (a nondeterministic change fails the test), and after ``restart`` the
+            # next task reaches the new worker (the time-skipping server never moves a task
+            # off a stopped worker's sticky queue).
+            "max_cached_workflows": 0,
+        }
         self._overrides = settings
         self._stack: contextlib.AsyncExitStack | None = None
 
@@ -128,23 +137,43 @@ class AgentTestEnvironment(AgentTestClient):
                 runtime=quiet_runtime(),
             )
             stack.push_async_callback(self.temporal.shutdown)
-            client = self.temporal.client
-            await stack.enter_async_context(
-                build_worker(client, self.settings, agents=registry, **self._worker_options)
-            )
-            self.app = create_app(self.settings, agents=registry, client=client)
-            self.http = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=self.app),
-                    base_url=BASE_URL,
-                    timeout=60,
-                    headers={"X-API-Key": identity_key(OWNER)} if self._identities else None,
-                )
-            )
+            self._registry = registry
+            self._processes = await stack.enter_async_context(contextlib.AsyncExitStack())
+            await self._start_processes()
             names = list(registry)
             self.agent = names[0] if len(names) == 1 else None
             self._stack = stack.pop_all()
         return self
+
+    async def _start_processes(self) -> None:
+        """The worker and the app (with ``http``, the client to it), in ``_processes``."""
+        client = self.temporal.client
+        await self._processes.enter_async_context(
+            build_worker(client, self.settings, agents=self._registry, **self._worker_options)
+        )
+        self.app = create_app(self.settings, agents=self._registry, client=client)
+        self.http = await self._processes.enter_async_context(
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=self.app),
+                base_url=BASE_URL,
+                timeout=60,
+                headers={"X-API-Key": identity_key(OWNER)} if self._identities else None,
+            )
+        )
+
+    async def restart(self) -> None:
+        """Stop the worker and the API app, and start new ones on the same Temporal server,
+        session store and event log: what a deploy or a crash of every process but Temporal
+        does to the threads (they must lose nothing). Temporal's own restart needs a server
+        that persists (``durable-agui dev``): the time-skipping server holds its state in
+        memory. With ``worker_options`` of your own, keep ``max_cached_workflows=0`` for
+        this (see ``__init__``).
+
+        Raises:
+            RuntimeError: before entering.
+        """
+        await self._processes.aclose()
+        await self._start_processes()
 
     async def __aexit__(
         self,

@@ -106,6 +106,19 @@ async def test_two_of_the_team_approve_a_large_refund(agent_env: AgentTestEnviro
     assert [(d["approver"], d["quorumMet"]) for d in decisions] == [("ann", False), ("bob", True)]
 
 
+async def test_a_restart_mid_quorum_loses_nothing(agent_env: AgentTestEnvironment) -> None:
+    (approval,) = (await agent_env.run("restart", refund(1500))).interrupts
+    with pytest.raises(NoRunStarted):
+        await agent_env.approve("restart", approval, as_="ann")
+
+    await agent_env.restart()  # the worker and the API: new processes, the same thread
+
+    with pytest.raises(NoRunStarted):
+        await agent_env.approve("restart", approval, as_="ann")  # still counted once
+    done = await agent_env.approve("restart", approval, as_="bob")
+    assert done.text.startswith('refund -> success: {"refunded": "A-1", "amount": 1500.0')
+
+
 async def test_one_denial_decides(agent_env: AgentTestEnvironment) -> None:
     (approval,) = (await agent_env.run("veto", refund(1500))).interrupts
 
