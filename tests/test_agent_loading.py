@@ -173,6 +173,9 @@ BAD_DEFINITIONS = [
     ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
      'escalation=[ApprovalStep(["mia"])])}', "agent 't': approvals['book_flight'].on_deadline "
      "is deny, so the escalation step after it is never asked"),
+    ('name="t", tools=[book_flight], approvals={"book_flight": ApprovalRule(message="?", '
+     'approvers=[f"approver-{n:03d}-" + "x" * 90 for n in range(50)])}', "agent 't': "
+     "approvals['book_flight'] is 5"),  # 5,0xx bytes as each approval carries it
     ('name="t", tools=[book_flight], approvals={"book_flight": []}', "agent 't': "
      "approvals['book_flight'] must list 1-10 ApprovalRules"),
     ('name="t", agent_kwargs={"plugins": []}', ""),  # empty: adds nothing, accepted

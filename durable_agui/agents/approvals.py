@@ -44,6 +44,10 @@ from durable_agui.core.contract.approvals import Ask, AskStep, DeadlineAction
 
 AskWhen = Literal["always", "once_per_thread", "never"]
 
+MAX_ASK_BYTES = 4000
+"""What one rule adds to each open approval it asks for (its ``Ask``: steps, approvers,
+conditions, the tool's schema when editable; UTF-8 JSON): bounded so that a batch of them
+fits the thread's carry (``translation.events.ASK_POOL``)."""
 MAX_TIERS = 10
 """Rules of one tool (tiers): an editable one carries the conditions of those before it."""
 MAX_STEPS = 8
@@ -212,6 +216,8 @@ def check_approvals(
                 raise PolicyError(where, "must be an ApprovalRule")
             schema = (input_schemas or {}).get(tool_name)
             _check_rule(where, rule, schema if input_schemas is not None else None)
+            earlier = [r.when for r in many[:index] if r.when is not None and r.ask != "never"]
+            _check_carried(where, ask_of(rule, schema, earlier))
 
 
 def _check_rule(where: str, rule: ApprovalRule, input_schema: Mapping[str, Any] | None) -> None:
@@ -318,6 +324,16 @@ def _check_schema(where: str, schema: Any, max_bytes: int) -> None:
         raise PolicyError(where, f"is not JSON: {err}") from None
     if size > max_bytes:
         raise PolicyError(where, f"is {size} bytes of JSON; at most {max_bytes}")
+
+
+def _check_carried(where: str, ask: Ask | None) -> None:
+    size = len(ask.model_dump_json().encode()) if ask is not None else 0
+    if size > MAX_ASK_BYTES:
+        raise PolicyError(
+            where,
+            f"is {size} bytes as each approval carries it (approvers, steps, conditions, the "
+            f"tool's schema when editable); at most {MAX_ASK_BYTES}",
+        )
 
 
 def _check_condition_names(

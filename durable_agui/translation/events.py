@@ -48,6 +48,10 @@ from durable_agui.translation.reasoning import ReasoningStream
 from durable_agui.translation.tool_streams import ToolStreams
 from durable_agui.translation.undeclared_tools import undeclared_tool_event
 
+ASK_POOL = 24_000
+"""Bytes of approval policies (``Ask``, doubled for the votes they may gather) one batch's
+open approvals keep in workflow state; an approval past it is not offered (``not_offered``),
+so a thread's carry stays within Temporal's payload limit whatever the model calls."""
 MAX_ARGS_IN_STATE = 16_384
 """Arguments of one open call larger than this (JSON characters) stay out of workflow state
 and history (``argsOmitted``); the session and the stream have them."""
@@ -95,6 +99,14 @@ class _OpenCallBudget:
 
     open_calls: int = 0
     pool_used: int = 0
+    asks_used: int = 0
+
+    def keeps_ask(self, ask_bytes: int) -> bool:
+        """Count an approval's policy (``Ask``, ``ask_bytes`` of JSON, its votes included):
+        whether the batch's ``ASK_POOL`` still holds it. One past it is not offered: the
+        turn answers it itself, and the tool does not run."""
+        self.asks_used += ask_bytes
+        return self.asks_used <= ASK_POOL
 
     def keeps(self, args_size: int) -> bool:
         """Whether arguments of ``args_size`` JSON characters fit in workflow state: within
@@ -345,6 +357,10 @@ class TurnTranslator:
         # stream hold them all.
         keep_args = kind != "backend" and budget.keeps(len(args_json))
         rule = self._approvals.asking(tool_use["name"], args) if kind == "approval" else None
+        ask = self._approvals.ask(tool_use["name"], rule) if rule else None
+        if ask is not None and not budget.keeps_ask(2 * len(ask.model_dump_json().encode())):
+            kind, keep_args = "approval", False  # answered by the turn below, not offered
+            budget.open_calls = MAX_OPEN_CALLS  # every later open call of the message too
         record = ToolCallRecord(
             wire_id=wire_id,
             native_id=tool_use["toolUseId"],
@@ -354,7 +370,7 @@ class TurnTranslator:
             kind=kind,
             approval_message=rule.message if rule else None,
             response_schema=rule.response_schema if rule else None,
-            ask=self._approvals.ask(tool_use["name"], rule) if rule else None,
+            ask=ask,
         )
         self._keep(record, budget, len(args_json) if keep_args else 0)
         return record, args_json

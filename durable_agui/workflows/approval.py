@@ -43,6 +43,7 @@ from durable_agui.core.contract import (
 from durable_agui.core.contract.ids import digest
 from durable_agui.workflows.approval_audit import (
     EDITS_KEY,
+    KEPT_IDENTITY,
     anyone,
     audit,
     edits_of,
@@ -206,13 +207,17 @@ def take(
     edits = edits_of(answer)
     if decision == "approve":
         interrupt.votes.append(
-            Vote(identity=standing.identity, decided_at=now, payload_digest=payload_digest(answer))
+            Vote(
+                identity=standing.identity[:KEPT_IDENTITY],
+                decided_at=now,
+                payload_digest=payload_digest(answer),
+            )
         )
         if edits is not None and interrupt.edited_args is None:
             interrupt.edited_args = edits
     met = decision == "deny" or len(interrupt.votes) >= step_of(interrupt).quorum
-    if met:
-        interrupt.resolution = answer.model_copy(update={"decided_by": None})
+    if met:  # who decided is in the audit: the carry keeps the answer only
+        interrupt.resolution = answer.model_copy(update={"decided_by": None, "approver": None})
     return record(
         interrupt,
         decision,
@@ -327,7 +332,7 @@ def approved_call(interrupt: OpenInterrupt, answer: ResumeAnswer) -> ApprovedCal
     )
 
 
-MAX_CONSENTS = 100
+MAX_CONSENTS = 50
 """Tools a thread remembers a ``once_per_thread`` consent for."""
 
 

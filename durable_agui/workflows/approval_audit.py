@@ -29,11 +29,19 @@ KEPT_COMMENT = 200
 """Characters of a decision's comment the thread keeps (``decisions``); the messages'
 ``metadata.decision.comment`` shows these."""
 
-KEEP_AUDIT = 200
+KEEP_AUDIT = 40
 """Decisions a thread's audit keeps (the newest): it crosses continue-as-new."""
-KEPT_AUDIT_ARGUMENTS = 2000
-"""JSON characters of arguments (original, edited) an audit record keeps; larger ones are
-recorded as ``{"omitted": <characters>}`` (the tool message's metadata has them whole)."""
+KEPT_AUDIT_ARGUMENTS = 200
+"""UTF-8 bytes of arguments (original, edited; as JSON) an audit record keeps; larger ones
+are recorded as ``{"omitted": <bytes>}`` (the update that brought them, in the workflow's
+history, has them whole). With ``KEPT_IDENTITY`` and ``KEPT_AUDIT_COMMENT``, the 40 records
+stay a few tens of KB of the carry (``tests/unit/workflows/thread/test_carry_bounds.py``)."""
+KEPT_AUDIT_COMMENT = 100
+"""Characters of a decision's comment the audit keeps (a link's decision keeps its own
+``KEPT_COMMENT`` in ``BatchState.decisions``)."""
+KEPT_IDENTITY = 200
+"""Characters of a decider's identity the audit and the votes keep (a JWT's ``sub`` has no
+bound of its own)."""
 EDITS_KEY = "arguments"
 """Where an approver's corrected arguments are in a resume entry's ``payload``."""
 
@@ -49,7 +57,7 @@ def anyone(approver: Approver | None) -> str:
     their channel."""
     if approver is None:
         return "unknown"
-    return approver.named or approver.principal or approver.channel
+    return (approver.named or approver.principal or approver.channel)[:KEPT_IDENTITY]
 
 
 def record(
@@ -71,11 +79,11 @@ def record(
         tool_call_id=interrupt.wire_id,
         tool_name=interrupt.tool_name,
         decision=decision,
-        approver=identity,
+        approver=identity[:KEPT_IDENTITY] if identity else None,
         channel=approver.channel if approver is not None else "deadline",
         decided_at=now,
         step=interrupt.step,
-        comment=comment[:200] if comment else None,
+        comment=comment[:KEPT_AUDIT_COMMENT] if comment else None,
         original_arguments=_kept(interrupt.args) if edits is not None else None,
         edited_arguments=_kept(edits) if isinstance(edits, dict) else None,
         quorum_met=quorum_met,
@@ -89,7 +97,7 @@ def _comment(answer: ResumeAnswer | None) -> str | None:
 
 
 def _kept(arguments: dict[str, Any]) -> dict[str, Any]:
-    size = len(json.dumps(arguments, ensure_ascii=False))
+    size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     return arguments if size <= KEPT_AUDIT_ARGUMENTS else {"omitted": size}
 
 

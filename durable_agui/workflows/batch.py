@@ -298,7 +298,9 @@ class ToolCallBatch:
             if interrupt is not None and interrupt.resolution is None:
                 # The decision by link is kept apart, its comment cut to KEPT_COMMENT (the
                 # update's input in the history has it whole), so the carry stays bounded.
-                interrupt.resolution = answer.model_copy(update={"decided_by": None})
+                interrupt.resolution = answer.model_copy(
+                    update={"decided_by": None, "approver": None}
+                )
                 accepted.append(answer.interrupt_id)
                 if answer.decided_by is not None:
                     self.state.decisions[interrupt.wire_id] = kept(answer.decided_by)

@@ -5,7 +5,8 @@ Every decision on an approval, oldest first: the call, the tool, what was decide
 deadline's action), when (the thread's clock, UTC), through which channel (``run``,
 ``rest``, ``link``, ``signal``, ``deadline``), at which step of the policy's chain, the
 comment, and the arguments before and after an approver's edits. The thread keeps the newest
-200 across continue-as-new; older ones stay in the workflow's Temporal history.
+40 across continue-as-new (``approval_audit``: arguments over 200 bytes are
+``{"omitted": <bytes>}``); older ones stay in the workflow's Temporal history.
 """
 
 from __future__ import annotations

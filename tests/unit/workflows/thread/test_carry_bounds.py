@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from durable_agui.agents.approvals import MAX_ASK_BYTES
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
     MAX_INTERRUPT_ID,
@@ -20,8 +21,11 @@ from durable_agui.core.contract import (
     MAX_OPEN_CALLS,
     RECENT_RUNS,
     ApprovedCall,
+    Ask,
+    AskStep,
     BatchState,
     ClosedReason,
+    DecisionRecord,
     FrontendTool,
     LinkDecision,
     NativeToolResult,
@@ -32,11 +36,19 @@ from durable_agui.core.contract import (
     ThreadCarry,
     ThreadInput,
     ToolResult,
+    Vote,
     digest,
 )
 from durable_agui.core.decision_links import MAX_COMMENT
 from durable_agui.core.settings import Settings
-from durable_agui.translation.events import MAX_ARGS_PER_BATCH
+from durable_agui.translation.events import ASK_POOL, MAX_ARGS_PER_BATCH
+from durable_agui.workflows.approval import MAX_CONSENTS
+from durable_agui.workflows.approval_audit import (
+    KEEP_AUDIT,
+    KEPT_AUDIT_ARGUMENTS,
+    KEPT_AUDIT_COMMENT,
+    KEPT_IDENTITY,
+)
 from durable_agui.workflows.batch import (
     KEEP_CALL_IDS,
     KEEP_CLOSED,
@@ -101,6 +113,24 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         comment="\U0001f600" * MAX_COMMENT,
         decided_at=now,
     )
+    # Approval policies: the batch's pool of asks (each doubled for the votes it may gather)
+    # filled with the largest asks a rule may have, each with its largest vote count.
+    ask = Ask(
+        steps=[
+            AskStep(approvers=[longest(f"{k}-{n}-", 100) for n in range(6)], quorum=6)
+            for k in range(5)
+        ],
+        identity_claim=longest("c", 64),
+        remember=True,
+        edit_schema={"type": "object", "properties": {"d": {"description": "s" * 380}}},
+    )
+    ask_bytes = len(ask.model_dump_json().encode())
+    assert ask_bytes <= MAX_ASK_BYTES
+    asked = ASK_POOL // (2 * ask_bytes)
+    votes = [
+        Vote(identity=longest(f"v{n}-", KEPT_IDENTITY), decided_at=now, payload_digest=digest("p"))
+        for n in range(6)
+    ]
     interrupts = [
         OpenInterrupt(
             interrupt_id=f"approve-{wire[n]}",
@@ -116,9 +146,25 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
                 status="resolved",
                 payload="p" * answer_each,
             ),  # take keeps a decision by link apart (decisions), not on the resolution
+            ask=ask if n - half < asked else None,
+            votes=votes if n - half < asked else [],
         )
         for n in range(half, MAX_OPEN_CALLS)
     ]
+    decision = DecisionRecord(
+        interrupt_id=longest("approve-", MAX_INTERRUPT_ID),
+        tool_call_id=longest("call_", MAX_INTERRUPT_ID),
+        tool_name=longest("t", 64),
+        decision="approve",
+        approver=longest("a", KEPT_IDENTITY),
+        channel="signal",
+        decided_at=now,
+        step=7,
+        comment="\U0001f600" * KEPT_AUDIT_COMMENT,
+        original_arguments={"a": "x" * (KEPT_AUDIT_ARGUMENTS - 10)},
+        edited_arguments={"a": "y" * (KEPT_AUDIT_ARGUMENTS - 10)},
+        quorum_met=True,
+    )
     tail = [
         NativeToolResult(
             native_id=native[n],
@@ -157,6 +203,8 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
         },
         tool_call_ids=dict(zip(wire, native, strict=True)),
         decisions={f"call_{n:024d}d": kept(decided) for n in range(KEEP_DECISIONS)},
+        consents=[longest(f"tool{n}-", 64) for n in range(MAX_CONSENTS)],
+        audit=[decision] * KEEP_AUDIT,
     )
     return ThreadCarry(
         batch=batch,
