@@ -59,9 +59,9 @@ MAX_IDENTITY = 200
 """Characters of one approver's identity."""
 MAX_CONDITION_BYTES = 4000
 """A ``when`` schema, as JSON."""
-MAX_EDIT_SCHEMA_BYTES = 8000
-"""A tool's input schema carried with an editable approval (the thread validates edits
-against it); a tool whose schema is larger is refused ``editable`` at start."""
+MAX_RESPONSE_SCHEMA_BYTES = 8000
+"""A rule's ``response_schema``, as JSON. (An editable rule's copy of the tool's input
+schema counts towards ``MAX_ASK_BYTES``, with the rest of what each approval carries.)"""
 DEADLINE_ACTIONS = ("deny", "approve", "escalate")
 
 
@@ -228,7 +228,7 @@ def _check_rule(where: str, rule: ApprovalRule, input_schema: Mapping[str, Any] 
             f"{where}.ask", f"must be always, once_per_thread or never; got {rule.ask!r}"
         )
     _check_schema(f"{where}.when", rule.when, MAX_CONDITION_BYTES)
-    _check_schema(f"{where}.response_schema", rule.response_schema, MAX_EDIT_SCHEMA_BYTES)
+    _check_schema(f"{where}.response_schema", rule.response_schema, MAX_RESPONSE_SCHEMA_BYTES)
     if rule.identity_claim is not None and (
         not isinstance(rule.identity_claim, str) or not rule.identity_claim
     ):
@@ -244,8 +244,6 @@ def _check_rule(where: str, rule: ApprovalRule, input_schema: Mapping[str, Any] 
         if not isinstance(step, ApprovalStep):
             raise PolicyError(prefix, "must be an ApprovalStep")
         _check_step(prefix, step, is_last=index == len(steps) - 1)
-    if rule.editable:
-        _check_editable(where, input_schema)
     if rule.ask == "never" and not rule.is_plain():
         raise PolicyError(
             f"{where}.ask",
@@ -351,16 +349,6 @@ def _check_condition_names(
             f"{where}.when",
             f"names {unknown[0]!r}, which the tool does not take "
             f"(its arguments: {', '.join(sorted(declared)) or 'none'})",
-        )
-
-
-def _check_editable(where: str, input_schema: Mapping[str, Any] | None) -> None:
-    """An editable rule carries the tool's input schema in the thread's state: bounded."""
-    if input_schema is not None and len(_json(input_schema)) > MAX_EDIT_SCHEMA_BYTES:
-        raise PolicyError(
-            f"{where}.editable",
-            f"needs the tool's input schema in the thread's state; it is over "
-            f"{MAX_EDIT_SCHEMA_BYTES} bytes",
         )
 
 
