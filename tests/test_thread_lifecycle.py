@@ -58,6 +58,16 @@ async def test_deleting_a_thread_removes_its_session_and_its_id_starts_afresh(
     assert (await http.get(f"/threads/{thread}")).json()["state"] == {}
 
 
+async def queued_behind(http: httpx.AsyncClient, thread: str, run_id: str) -> None:
+    """Return once the thread holds ``run_id`` in its queue."""
+    for _ in range(400):
+        view = (await http.get(f"/threads/{thread}")).json()
+        if run_id in view.get("queuedRunIds", []):
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{run_id} was never queued")
+
+
 async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
     http: httpx.AsyncClient, stack: DevStack
 ) -> None:
@@ -71,7 +81,7 @@ async def test_deleting_while_a_run_streams_ends_it_with_one_run_error(
         if not deleting and any(e["type"] == "TOOL_CALL_END" for e in events):
             second = run_input(thread, "r2", [user("u2", "and then")], [])
             queued.append(asyncio.create_task(post_run(other, "demo", second)))
-            await asyncio.sleep(0.5)  # r2 waits behind r1
+            await queued_behind(http, thread, "r2")
             deleting.append(asyncio.create_task(http.delete(f"/threads/{thread}")))
             await asyncio.sleep(0.3)  # the deletion is accepted: a run now is told to retry
             late = run_input(thread, "r3", [user("u3", "after")], [])

@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from ag_ui.core import EventType, RunErrorEvent
+from ag_ui.core import EventType, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 
@@ -29,9 +29,18 @@ READ_ATTEMPTS = 3
 
 
 async def run_event_frames(
-    source: RunSource, settings: Settings, run_id: str, window: RunWindow
+    source: RunSource,
+    settings: Settings,
+    run_id: str,
+    window: RunWindow,
+    opens_thread: str | None = None,
 ) -> AsyncIterator[str]:
     """SSE frames for run ``run_id``, from ``window.start`` to its terminal event.
+
+    ``opens_thread``: the thread's id when the stream must begin with the run's
+    ``RUN_STARTED`` (a run's own POST, AG-UI's rule for a run's stream): a run that ended
+    before it started (queued when its thread was deleted, its events gone with the
+    thread, the tombstone left) gets one ahead of its end.
 
     Each frame carries ``id: <offset>`` (stable: resume with ``Last-Event-ID``) and one
     AG-UI event as ``data:``. What ``source`` already holds is read at once; a run still
@@ -40,7 +49,7 @@ async def run_event_frames(
     fails, or the thread's workflow closes before the run's end, the stream ends with
     exactly one ``RUN_ERROR`` (code ``StreamFailed``).
     """
-    reader = _RunReader(source, settings, run_id, window)
+    reader = _RunReader(source, settings, run_id, window, opens_thread)
     message = ""
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
@@ -79,7 +88,12 @@ class _RunReader:
     """One run's events as SSE frames, from where the last read stopped (``offset``)."""
 
     def __init__(
-        self, source: RunSource, settings: Settings, run_id: str, window: RunWindow
+        self,
+        source: RunSource,
+        settings: Settings,
+        run_id: str,
+        window: RunWindow,
+        opens_thread: str | None,
     ) -> None:
         self.source = source
         self.settings = settings
@@ -90,6 +104,17 @@ class _RunReader:
         self.ended = False
         self.encoder = EventEncoder()
         self.still_open = OpenParts()
+        self.opening = (
+            None if opens_thread is None else RunStartedEvent(thread_id=opens_thread, run_id=run_id)
+        )
+
+    def opened(self, event_type: EventType) -> list[str]:
+        """The ``RUN_STARTED`` a stream that must open with one still owes, ahead of its
+        first event (``event_type``) when that is not it."""
+        opening, self.opening = self.opening, None
+        if opening is None or event_type == EventType.RUN_STARTED:
+            return []
+        return [self.encoder.encode(opening)]
 
     def frames(self, item: LoggedEvent) -> list[str]:
         """The frames of ``item``: its own, with ``id: <offset>`` (none for an event read
@@ -100,7 +125,8 @@ class _RunReader:
         if not self.settings.pending_tool_call_ids:
             event = without_pending_ids(event)
         self.ended = event.type in TERMINAL_EVENTS
-        ends = [self.encoder.encode(e) for e in self.still_open.ends()] if self.ended else []
+        ends = [*self.opened(event.type)]
+        ends += [self.encoder.encode(e) for e in self.still_open.ends()] if self.ended else []
         self.still_open.see(item.data)
         if item.offset == UNLOGGED:
             return [*ends, self.encoder.encode(event)]
@@ -132,7 +158,9 @@ class _RunReader:
             *self.still_open.ends(),
             RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED),
         ]
-        return [self.encoder.encode(event) for event in closing]
+        return [*self.opened(EventType.RUN_ERROR)] + [
+            self.encoder.encode(event) for event in closing
+        ]
 
 
 def sse_response(frames: AsyncIterator[str]) -> StreamingResponse:

@@ -241,4 +241,5 @@ async def run_agent(
         "run accepted%s",
         f" behind {accepted.queued_behind} run(s)" if accepted.queued_behind else "",
     )
-    return sse_response(run_event_frames(source, settings, accepted.run_id, window))
+    frames = run_event_frames(source, settings, accepted.run_id, window, opens_thread=thread_id)
+    return sse_response(frames)
