@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -37,6 +39,7 @@ from durable_agui.event_store.base import read_run
 from durable_agui.sessions import SessionStore
 from durable_agui.translation import PLACEHOLDER_TEXT
 from durable_agui.workflows import AgentThreadWorkflow
+from tests.prerequisites import require_node
 
 if TYPE_CHECKING:
     from tests.stack import DevStack
@@ -373,3 +376,23 @@ async def send_raw_signal(address: str, thread_id: str, signal: str, payload: Pa
             input=Payloads(payloads=[payload]),
         )
     )
+
+
+def as_the_js_client_holds(
+    messages: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The transcript ``@ag-ui/client`` 1.x holds after a run's ``events``, from
+    ``messages`` (``tests/js/verify.mjs``: its ``verifyEvents``, then its
+    ``defaultApplyEvents``); fails when its verifier refuses an event."""
+    node, _ = require_node()
+    done = subprocess.run(
+        [node, "verify.mjs"],
+        cwd=Path(__file__).parent / "js",
+        input=json.dumps({"messages": messages, "events": events}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, f"@ag-ui/client refused the stream: {done.stderr}"
+    held: list[dict[str, Any]] = json.loads(done.stdout)
+    return held

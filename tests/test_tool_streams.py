@@ -26,6 +26,7 @@ from durable_agui.agents.offline_model import OfflineModel
 from tests.stack import STORES, DevStack, started, store_env
 from tests.support import (
     CONFIRM_BOOKING,
+    as_the_js_client_holds,
     check_stream,
     parse_sse,
     post_run,
@@ -86,9 +87,38 @@ async def paint_surface(title: str):
     yield "painted"
 
 
+def researcher() -> Agent:
+    return Agent(
+        name="researcher",
+        description="Looks up cities.",
+        model=OfflineModel(),
+        tools=[lookup_city],
+        callback_handler=None,
+    )
+
+
+def editor() -> Agent:
+    """An agent whose own tool is an agent: sub-agents nest."""
+    return Agent(
+        name="editor",
+        model=OfflineModel(),
+        tools=[researcher().as_tool(name="ask_researcher")],
+        callback_handler=None,
+    )
+
+
 TOOLS = [count_down, research, paint_surface]
 AGENTS = [
     AgentDefinition(name="streams", tools=TOOLS),
+    AgentDefinition(
+        name="desk",
+        tools=[researcher().as_tool(name="ask_researcher"), editor().as_tool(name="ask_editor")],
+    ),
+    # docs/protocol/subagents.md: one researcher per turn.
+    AgentDefinition(
+        name="desk-per-turn",
+        factory=lambda turn: {{"tools": [researcher().as_tool(name="ask_researcher")]}},
+    ),
     # The same tools, each run only once a person approves it (outside the model's loop).
     AgentDefinition(
         name="streams-approved",
@@ -102,6 +132,9 @@ COUNT_DOWN = 'call count_down {"start":2}'
 RESEARCH = 'call research {"question":"call lookup_city {\\"city\\":\\"Oslo\\"}"}'
 PAINT = 'call paint_surface {"title":"Hi"}'
 SURFACE = {"surfaceId": "s1", "components": [{"id": "t", "text": "Hi"}]}
+LOOKUP = f"call lookup_city {json.dumps({'city': 'Oslo'})}"
+ASK_RESEARCHER = f"call ask_researcher {json.dumps({'input': LOOKUP})}"
+ASK_EDITOR = f"call ask_editor {json.dumps({'input': ASK_RESEARCHER})}"
 
 
 @pytest.fixture(scope="module")
@@ -139,11 +172,15 @@ def tools_module(agents_dir: Path) -> ModuleType:
 
 
 async def live_run(
-    http: httpx.AsyncClient, thread: str, text: str, tools: list[Any] | None = None
+    http: httpx.AsyncClient,
+    thread: str,
+    text: str,
+    tools: list[Any] | None = None,
+    agent: str = "streams",
 ) -> tuple[list[dict[str, Any]], list[int]]:
-    """``POST /agents/streams``, read as the SSE frames arrive: the events and their ids."""
+    """``POST /agents/{agent}``, read as the SSE frames arrive: the events and their ids."""
     body = run_input(thread, "r1", [user("u1", text)], tools or [])
-    events, ids = await stream_run(http, "/agents/streams", lambda _: asyncio.sleep(0), json=body)
+    events, ids = await stream_run(http, f"/agents/{agent}", lambda _: asyncio.sleep(0), json=body)
     check_stream(events)
     return events, ids
 
@@ -204,21 +241,79 @@ async def test_a_streaming_tools_events_reach_the_client_in_order_and_again_on_r
     assert rest[0] == {"type": "STATE_SNAPSHOT", "snapshot": {"countdown": 2}}
 
 
-async def test_a_sub_agents_inner_calls_reach_the_wire_inside_the_calling_message(
-    http: httpx.AsyncClient,
+def in_sub_agent(events: list[dict[str, Any]], run: str) -> list[str]:
+    """The types of sub-agent ``run``'s events, a message's content deltas as one."""
+    kinds = [e["type"] for e in events if e.get("subagentRunId") == run]
+    return [k for i, k in enumerate(kinds) if not (k == "TEXT_MESSAGE_CONTENT" == kinds[i - 1])]
+
+
+SUB_AGENT_RUN = [
+    "SUBAGENT_STARTED",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "SUBAGENT_FINISHED",
+]
+"""A sub-agent that makes one call and then answers, as its run streams."""
+
+
+@pytest.mark.parametrize("agent", ["desk-per-turn", "streams"], ids=["as_tool", "re-yielded"])
+async def test_a_sub_agents_run_streams_as_sub_agent_events(
+    http: httpx.AsyncClient, agent: str
 ) -> None:
-    events, _ = await live_run(http, "streams-research", RESEARCH)
-    outer, inner = calls_named(events, "research")[0], calls_named(events, "lookup_city")[0]
-    assert inner["toolCallId"] != outer["toolCallId"]
-    assert inner["parentMessageId"] == outer["parentMessageId"]
-    assert [e["type"] for e in of_call(events, inner["toolCallId"])] == [
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-    ]
+    """Its calls under its own message, each with its result (a client at the defaults counts
+    none of them as waiting), its text, all under its ``subagentRunId``, closed before the
+    calling tool's result; ``@ag-ui/client``'s verifier takes it all."""
+    text, name = (
+        (RESEARCH, "research") if agent == "streams" else (ASK_RESEARCHER, "ask_researcher")
+    )
+    events, _ = await live_run(http, f"streams-sub-{agent}", text, agent=agent)
+    outer, inner = calls_named(events, name)[0], calls_named(events, "lookup_city")[0]
+    (started,) = [e for e in events if e["type"] == "SUBAGENT_STARTED"]
+    run = started["subagentRunId"]
+    assert started["name"] == name and started["parentToolCallId"] == outer["toolCallId"]
+    assert in_sub_agent(events, run) == SUB_AGENT_RUN
+    assert inner["subagentRunId"] == run and inner["parentMessageId"] != outer["parentMessageId"]
     assert arguments(events, inner["toolCallId"]) == {"city": "Oslo"}
-    assert [e["call"] for e in streamed_by_tool(events, "research")] == ["lookup_city"] * 3
-    assert "Oslo has 700000 people" in text_of(events)
+    (result,) = [e for e in of_call(events, inner["toolCallId"]) if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"] == "Oslo has 700000 people" and result["role"] == "tool"
+    said = text_of([e for e in events if e.get("subagentRunId") == run])
+    assert said == "lookup_city -> success: Oslo has 700000 people"
+    kinds = [(e["type"], e.get("toolCallId")) for e in events]
+    finished = kinds.index(("SUBAGENT_FINISHED", None))
+    assert finished < kinds.index(("TOOL_CALL_RESULT", outer["toolCallId"]))
+    held = as_the_js_client_holds([user("u1", text)], events)
+    mine = [m["role"] for m in held if m.get("subagentRunId") == run]
+    assert mine == ["assistant", "tool", "assistant"]  # its call, the result, its answer
+
+
+async def test_sub_agents_nest_and_are_the_agents_capabilities(http: httpx.AsyncClient) -> None:
+    events, _ = await live_run(http, "streams-sub-nested", ASK_EDITOR, agent="desk")
+    editor, researcher = [e for e in events if e["type"] == "SUBAGENT_STARTED"]
+    assert (editor["name"], researcher["name"]) == ("ask_editor", "ask_researcher")
+    assert researcher["parentSubagentRunId"] == editor["subagentRunId"]
+    (ask,) = calls_named(events, "ask_researcher")
+    assert ask["subagentRunId"] == editor["subagentRunId"]
+    assert researcher["parentToolCallId"] == ask["toolCallId"]
+    assert in_sub_agent(events, researcher["subagentRunId"]) == SUB_AGENT_RUN
+    as_the_js_client_holds([user("u1", ASK_EDITOR)], events)
+    capabilities = (await http.get("/agents/desk/capabilities")).json()["multiAgent"]
+    assert capabilities == {
+        "supported": True,
+        "delegation": True,
+        "subagents": [
+            {"name": "ask_researcher", "description": "Looks up cities."},
+            {
+                "name": "ask_editor",
+                "description": "Use the ask_editor agent as a tool by providing a natural "
+                "language input",
+            },
+        ],
+    }
 
 
 async def test_an_a2ui_render_call_streams_its_arguments_and_replays_on_reconnect(
@@ -241,54 +336,28 @@ async def test_an_a2ui_render_call_streams_its_arguments_and_replays_on_reconnec
     assert rest == events[start:]
 
 
-async def test_the_clients_transcript_with_inner_calls_continues_the_thread(
+async def test_the_clients_transcript_with_a_sub_agents_messages_continues_the_thread(
     http: httpx.AsyncClient,
 ) -> None:
-    """The sub-agent runs beside a frontend call; the client sends back what
-    ``@ag-ui/client`` built from the stream (the inner call inside the assistant message,
-    no result for it) with its answer: the thread takes it, without a messages snapshot."""
+    """The sub-agent runs beside a frontend call; the client sends back the transcript
+    ``@ag-ui/client`` built from the stream (the sub-agent's message and its call's result,
+    under its ``subagentRunId``) with its answer: the thread takes it, without a messages
+    snapshot, and the sub-agent's messages are not new input."""
     thread = "streams-transcript"
     ask = user("u1", f'{RESEARCH}\ncall confirm_booking {{"flight":"XY1"}}')
     status, r1 = await post_run(http, "streams", run_input(thread, "r1", [ask], [CONFIRM_BOOKING]))
     assert status == 200
-    starts = [e for e in r1 if e["type"] == "TOOL_CALL_START"]
-    (waiting,) = [e["toolCallId"] for e in starts if e["toolCallName"] == "confirm_booking"]
-    assert len({e["parentMessageId"] for e in starts}) == 1
-    results = [e for e in r1 if e["type"] == "TOOL_CALL_RESULT"]
-    assistant = {
-        "id": starts[0]["parentMessageId"],
-        "role": "assistant",
-        "toolCalls": [
-            {
-                "id": e["toolCallId"],
-                "type": "function",
-                "function": {"name": e["toolCallName"], "arguments": ""},
-            }
-            for e in starts
-        ],
-    }
+    (waiting,) = [e["toolCallId"] for e in calls_named(r1, "confirm_booking")]
+    held = as_the_js_client_holds([ask], r1)
+    assert [m["role"] for m in held if "subagentRunId" in m] == ["assistant", "tool", "assistant"]
     answer = {"id": "t1", "role": "tool", "toolCallId": waiting, "content": "booked"}
-    transcript = [
-        ask,
-        assistant,
-        *(
-            {
-                "id": r["messageId"],
-                "role": "tool",
-                "toolCallId": r["toolCallId"],
-                "content": r["content"],
-            }
-            for r in results
-        ),
-        answer,
-    ]
     status, r2 = await post_run(
-        http, "streams", run_input(thread, "r2", transcript, [CONFIRM_BOOKING])
+        http, "streams", run_input(thread, "r2", [*held, answer], [CONFIRM_BOOKING])
     )
     assert status == 200, r2
     assert "MESSAGES_SNAPSHOT" not in [e["type"] for e in r2]
     assert r2[-1]["type"] == "RUN_FINISHED"
-    assert "confirm_booking -> success: booked" in text_of(r2)
+    assert text_of(r2).endswith("confirm_booking -> success: booked")
 
 
 async def upstream_events(tools_module: ModuleType, text: str) -> list[dict[str, Any]]:
@@ -319,19 +388,33 @@ async def upstream_events(tools_module: ModuleType, text: str) -> list[dict[str,
 async def test_a_tools_stream_is_ag_ui_strands_event_by_event(
     text: str, tool: str, http: httpx.AsyncClient, tools_module: ModuleType
 ) -> None:
-    """Same tool-call and state events, ids aside, but the inner calls' ``TOOL_CALL_RESULT``,
-    which this server does not send (``translation/tool_streams.py``). ``ag_ui_strands``' own
-    ``MESSAGES_SNAPSHOT`` and ``RAW`` events, between them, are not tool stream events."""
+    """Same tool-call and state events, ids aside. A sub-agent's calls and their results are
+    upstream's too, inside this server's sub-agent run (its own events, its text, each call's
+    ``subagentRunId`` and the results' ``role``: ``translation/subagents.py``).
+    ``ag_ui_strands``' own ``MESSAGES_SNAPSHOT`` and ``RAW`` events, between them, are not
+    tool stream events."""
     ours, _ = await live_run(http, f"streams-compare-{tool}", text)
     theirs = [
         e
         for e in streamed_by_tool(await upstream_events(tools_module, text), tool)
         if e["type"] not in ("MESSAGES_SNAPSHOT", "RAW")
     ]
-    inner_results = [e for e in theirs if e["type"] == "TOOL_CALL_RESULT"]
-    expected = [e for e in theirs if e["type"] != "TOOL_CALL_RESULT"]
-    assert streamed_by_tool(ours, tool) == expected
-    assert len(inner_results) == (1 if tool == "research" else 0)
+    shown = streamed_by_tool(ours, tool)
+    if tool != "research":
+        assert shown == theirs
+        return
+    calls = ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT")
+    unlike_upstream = ("subagentRunId", "role", "messageId")
+    assert [
+        {k: v for k, v in e.items() if k not in unlike_upstream}
+        for e in shown
+        if e["type"] in calls
+    ] == [
+        # Upstream sends a result's text as a JSON string; this server as the outer
+        # calls' results, the text itself (``content.render_tool_result``).
+        {k: json.loads(v) if k == "content" else v for k, v in e.items() if k != "messageId"}
+        for e in theirs
+    ]
 
 
 @pytest.mark.parametrize("text", [COUNT_DOWN, PAINT], ids=["state", "a2ui"])

@@ -66,9 +66,10 @@ async def run_approved(
             state = {**invocation_state, "agent": agent, "approval": call.payload}
             streamed = _tool_streams(events, translator, shared)
             tool = built.tools[call.tool_name]
+            translator.earlier_call(call.native_id, call.wire_id)
             result = await run_with_hooks(agent, tool, tool_use, state, streamed)
             results[call.native_id] = result
-            for event in translator.tool_stream_done(call.native_id):
+            for event in translator.tool_stream_done(call.native_id, dict(result)):
                 events.publish(event)
             events.publish(translator.tool_result(call.wire_id, list(result["content"])))
             if (delta := shared.delta()) is not None:

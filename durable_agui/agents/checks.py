@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,8 @@ from durable_agui.core.contract import MULTITASK_STRATEGIES
 
 if TYPE_CHECKING:
     from durable_agui.agents.definition import AgentDefinition
+
+logger = logging.getLogger(__name__)
 
 
 def _agent_parameters() -> frozenset[str]:
@@ -98,6 +101,22 @@ def check_definition(definition: AgentDefinition) -> None:
     approvals = {} if definition.factory is not None else definition.approvals
     check_tools(name, definition.tools, approvals)
     check_client_tools(name, definition.frontend_tools, definition.tool_names)
+    _warn_shared_agents(name, definition.tools)
+
+
+def _warn_shared_agents(agent: str, tools: Any) -> None:
+    """Warn of an agent used as a tool (``Agent.as_tool()``) in a definition's ``tools``: it
+    is one Strands ``Agent`` for every turn the worker runs, and Strands runs it for one call
+    at a time (a call while another runs gets an error result). A ``factory`` builds one per
+    turn (docs/protocol/subagents.md)."""
+    for tool in tools or ():
+        if getattr(tool, "tool_type", None) == "agent":
+            logger.warning(
+                "agent %r: tool %r is one agent shared by every turn of this worker, run for "
+                "one call at a time; build it in a factory for one per turn",
+                agent,
+                getattr(tool, "tool_name", "?"),
+            )
 
 
 def _refusal(agent: str, field_name: str, rule: str, value: Any) -> AgentDefinitionError:

@@ -13,10 +13,12 @@ from ag_ui.core import (
     AgentCapabilities,
     HumanInTheLoopCapabilities,
     IdentityCapabilities,
+    MultiAgentCapabilities,
     MultimodalCapabilities,
     MultimodalInputCapabilities,
     ReasoningCapabilities,
     StateCapabilities,
+    SubagentInfo,
     Tool,
     ToolsCapabilities,
     TransportCapabilities,
@@ -35,6 +37,24 @@ def _tool(tool: Any) -> Tool:
     )
 
 
+def _subagents(definition: AgentDefinition) -> MultiAgentCapabilities | None:
+    """The agents ``definition`` uses as tools (Strands ``Agent.as_tool()``, tool type
+    ``"agent"``), whose runs stream as sub-agent events (``translation/subagents.py``);
+    ``None`` for a ``factory``'s agent, whose tools are unknown until a turn."""
+    if definition.factory is not None:
+        return None
+    agents = [tool for tool in definition.tools if getattr(tool, "tool_type", None) == "agent"]
+    return MultiAgentCapabilities(
+        supported=bool(agents),
+        delegation=bool(agents),
+        subagents=[
+            SubagentInfo(name=tool.tool_name, description=tool.tool_spec.get("description") or None)
+            for tool in agents
+        ]
+        or None,
+    )
+
+
 def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
     """The capabilities of ``definition`` as served by this server.
 
@@ -43,7 +63,8 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
     when the model reasons (signed or redacted blocks as ``REASONING_ENCRYPTED_VALUE``);
     user content parts may be images, audio, video and documents (README "Images, audio,
     video and documents"). Shared state is kept with the thread's session, streamed as
-    ``STATE_SNAPSHOT`` and ``STATE_DELTA`` (README "Shared state").
+    ``STATE_SNAPSHOT`` and ``STATE_DELTA`` (README "Shared state"). The agents it uses as
+    tools are its ``multiAgent.subagents`` (README "Sub-agents").
     """
     return AgentCapabilities(
         identity=IdentityCapabilities(
@@ -71,4 +92,5 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
             input=MultimodalInputCapabilities(image=True, audio=True, video=True, pdf=True)
         ),
         reasoning=ReasoningCapabilities(supported=True, streaming=True, encrypted=True),
+        multi_agent=_subagents(definition),
     )

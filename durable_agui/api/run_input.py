@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ag_ui.core import Message, RunAgentInput, ToolMessage, UserMessage
+from ag_ui.core import AssistantMessage, Message, RunAgentInput, ToolMessage, UserMessage
 from pydantic import ValidationError
 
 from durable_agui.agents import AgentDefinition
@@ -33,13 +33,33 @@ def content_json(content: Any) -> str | list[dict[str, Any]]:
 
 
 def transcript_tail(messages: list[Message]) -> list[Message]:
-    """The messages after the transcript's last assistant message (all, if it has none):
-    the only ones a run hands to its thread."""
+    """The messages after the transcript's last assistant message of the thread's own agent
+    (all, if it has none): the only ones a run hands to its thread. A sub-agent's messages
+    (``subagentRunId``, AG-UI 1.0) are not its agent's: they never mark the tail."""
     tail_start = 0
     for position, message in enumerate(messages):
-        if message.role == "assistant":
+        if message.role == "assistant" and message.subagent_run_id is None:
             tail_start = position + 1
     return messages[tail_start:]
+
+
+def own_messages(messages: list[Message], transcript: list[Message]) -> list[Message]:
+    """``messages`` (of ``transcript``) without what a sub-agent wrote (``translation/subagents.py``): a message
+    with a ``subagentRunId``, or a result for a call of one (a client that keeps the
+    assistant message's ``subagentRunId`` but not its results'). The sub-agent's history is
+    its call's result in the thread's session; these are the client's copy of its stream."""
+    calls = {
+        call.id
+        for message in transcript
+        if isinstance(message, AssistantMessage) and message.subagent_run_id is not None
+        for call in message.tool_calls or []
+    }
+    return [
+        message
+        for message in messages
+        if message.subagent_run_id is None
+        and not (isinstance(message, ToolMessage) and message.tool_call_id in calls)
+    ]
 
 
 def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
@@ -52,8 +72,9 @@ def run_request(agent: str, run_input: RunAgentInput) -> RunRequest:
     id it already took in, so a re-sent transcript causes no second turn. ``state`` (a JSON
     object: ``check_state_and_context``) and ``context`` go to the run's turn.
     """
-    tail = transcript_tail(run_input.messages)
-    before = run_input.messages[: len(run_input.messages) - len(tail)]
+    whole = transcript_tail(run_input.messages)
+    before = run_input.messages[: len(run_input.messages) - len(whole)]
+    tail = own_messages(whole, run_input.messages)
     return RunRequest(
         transcript_anchor=before[-1].id if before else "",
         run_id=run_input.run_id,

@@ -165,10 +165,10 @@ class TurnTranslator:
         self._streaming_call: str | None = None
         self._messages = 0
         self._reasoning = ReasoningStream(self._next_message_id)
-        self._tool_streams = ToolStreams(mint_wire_id)
+        self._wire_ids: dict[str, str] = {}
+        self._tool_streams = ToolStreams(mint_wire_id, self._wire_ids.get)
         self.tool_calls: list[ToolCallRecord] = []
         self.not_offered: list[ToolCallRecord] = []
-        self._wire_ids: dict[str, str] = {}
 
     def _kind(self, tool_name: str, args: dict[str, Any]) -> ToolKind:
         if tool_name in self._frontend:
@@ -184,11 +184,16 @@ class TurnTranslator:
             role="tool",
         )
 
-    def tool_stream_done(self, native_id: str) -> list[BaseEvent]:
-        """``TOOL_CALL_END`` for the inner calls call ``native_id`` streamed and left open
-        (its result has arrived; used for approved calls, which run outside the model's
+    def earlier_call(self, native_id: str, wire_id: str) -> None:
+        """Call ``native_id`` of an earlier turn runs in this one (an approved call): what it
+        streams names it by ``wire_id``."""
+        self._wire_ids[native_id] = wire_id
+
+    def tool_stream_done(self, native_id: str, result: dict[str, Any]) -> list[BaseEvent]:
+        """The ends of what call ``native_id`` streamed and left open (its ``toolResult``,
+        ``result``, has arrived; used for approved calls, which run outside the model's
         loop)."""
-        return self._tool_streams.tool_done(native_id)
+        return self._tool_streams.tool_done(native_id, result)
 
     def _next_message_id(self) -> str:
         self._messages += 1
@@ -389,7 +394,7 @@ class TurnTranslator:
             result = block.get("toolResult")
             if result is None or result["toolUseId"] in open_native:
                 continue
-            events += self._tool_streams.tool_done(result["toolUseId"])
+            events += self._tool_streams.tool_done(result["toolUseId"], result)
             wire_id = self._wire_ids.get(result["toolUseId"])
             if wire_id is not None:
                 events.append(self.tool_result(wire_id, list(result.get("content", []))))

@@ -12,30 +12,26 @@ branch, and ``_forward_inner_agent_events``, in ``ag_ui_strands/agent.py``), in 
 2. Otherwise (and only for a call with a ``toolUseId``), ``data`` a dict with ``"state"``:
    ``STATE_SNAPSHOT`` of that value. The turn makes it the thread's state too
    (``StateEvents.adopt``), so later ``STATE_DELTA``s and the next turn start from it.
-3. Otherwise ``data`` is a sub-agent's own stream event, of which its tool calls' lifecycle
-   is streamed: ``current_tool_use`` starts a call (``TOOL_CALL_START``) and streams what
-   its arguments grew by (``TOOL_CALL_ARGS``); a raw ``contentBlockStop`` ends the newest
-   call of that sub-agent still open (``TOOL_CALL_END``). Its text, reasoning and anything
-   else a tool yields are not streamed (the call's ``TOOL_CALL_RESULT`` carries its result).
+3. Otherwise ``data`` is a sub-agent's own stream event: the call runs a sub-agent, whose
+   run is streamed as AG-UI 1.0's sub-agent events (``subagents.py``). Anything else a tool
+   yields is not streamed (the call's ``TOOL_CALL_RESULT`` carries its result).
 
 Where this server differs from ``ag_ui_strands``, deliberately:
 
-- Ids. An inner call gets a wire id minted as the model's calls are (``mint_wire_id``), not the sub-model's
-  native id (upstream: ``<toolUseId>::<inner toolUseId>``, or the A2UI payload's id as it
-  is). ``@ag-ui/client`` keeps an inner call in its transcript under that id and sends it
+- Ids. An inner call gets a wire id minted as the model's calls are (``mint_wire_id``), not
+  the sub-model's native id (upstream: ``<toolUseId>::<inner toolUseId>``, or the A2UI
+  payload's id as it is). ``@ag-ui/client`` keeps an inner call in its transcript under that id and sends it
   with every later run, where ids over ``MAX_TOOL_CALL_ID`` / ``MAX_MESSAGE_ID`` or used
   twice are refused; a minted id is bounded and unique in the thread. A new ``start`` for
   an id already seen is a new call with a new wire id.
-- ``parentMessageId``: the assistant message holding the call that runs the tool (upstream
-  sets none, so the client makes one assistant message per inner call). The client's last
-  assistant message stays one the thread streamed, so its next run is not taken for a stale
-  transcript (``activities/snapshot.py``).
-- No ``TOOL_CALL_RESULT`` for a sub-agent's inner calls (upstream sends one without a role).
-  A client keeps every result as a ``role:"tool"`` message and sends it again; after a turn
-  that stops on a frontend call those messages are its next run's new input, and the thread
-  refuses a result for a call it never recorded (``UnknownToolCall``).
-- Nothing is left open: an inner call still open when its tool's result arrives, or when
-  the turn ends, gets its ``TOOL_CALL_END``; an A2UI ``args`` or ``end`` for a call that
+- An A2UI call's ``parentMessageId`` is the assistant message holding the call that runs
+  the tool (upstream sets none, so the client makes one assistant message per inner call).
+  A sub-agent's calls go under the sub-agent's own messages (``subagents.py``).
+- A sub-agent's run is streamed as sub-agent events, each of its calls with its
+  ``TOOL_CALL_RESULT`` (``role: "tool"``, its ``subagentRunId``); upstream streams its calls
+  with a result without a role, outside any sub-agent run.
+- Nothing is left open: an inner call (or sub-agent run) still open when its tool's result
+  arrives, or when the turn ends, gets its end; an A2UI ``args`` or ``end`` for a call that
   was never started is dropped (a client cannot take ``TOOL_CALL_ARGS`` without a start).
 - A ``state`` that is not a JSON object is dropped (logged): a thread's state is one.
 - ``ag_ui_strands``' ``tool_stream_event_handler`` option has no counterpart: a tool emits
@@ -57,6 +53,8 @@ from ag_ui.core import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
+
+from durable_agui.translation.subagents import SubagentRuns
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +78,17 @@ class _InnerCall:
 class ToolStreams:
     """The tool stream events of one turn, translated (the rule: module docstring).
 
-    ``mint`` gives each inner call its wire id. ``parents`` maps a call's native id
-    (``toolUseId``) to the ``parentMessageId`` its inner calls take; the turn's translator
-    fills it as the model's calls are recorded.
+    ``mint`` gives each inner call its wire id; ``wire_id`` finds the wire id of a call of
+    the turn's agent. ``parents`` maps a call's native id (``toolUseId``) to the
+    ``parentMessageId`` its A2UI calls take; the turn's translator fills it as the model's
+    calls are recorded.
     """
 
-    def __init__(self, mint: Callable[[], str]) -> None:
+    def __init__(self, mint: Callable[[], str], wire_id: Callable[[str], str | None]) -> None:
         self._mint = mint
         self.parents: dict[str, str | None] = {}
         self._calls: dict[tuple[str, str], _InnerCall] = {}
+        self._subagents = SubagentRuns(mint, wire_id)
 
     def feed(self, stream: dict[str, Any]) -> list[BaseEvent]:
         """The AG-UI events for one ``tool_stream_event`` value."""
@@ -101,20 +101,24 @@ class ToolStreams:
             return []
         if "state" in data:
             return _state_snapshot(data["state"])
-        return self._sub_agent(native_id, data)
+        name = tool_use.get("name") if isinstance(tool_use, dict) else None
+        return self._subagents.feed(native_id, name if isinstance(name, str) else "agent", data)
 
-    def tool_done(self, native_id: str) -> list[BaseEvent]:
-        """``TOOL_CALL_END`` for the inner calls of call ``native_id`` still open (its
-        result has arrived)."""
-        return [
+    def tool_done(self, native_id: str, result: dict[str, Any]) -> list[BaseEvent]:
+        """The ends of what call ``native_id`` streamed and left open, now that its
+        ``toolResult`` (``result``) has arrived: its A2UI calls' ``TOOL_CALL_END``, its
+        sub-agent's run closed."""
+        ends = [
             self._end(call)
             for call in self._calls.values()
             if call.open and call.parent_native_id == native_id
         ]
+        return ends + self._subagents.done(native_id, result)
 
     def finish(self) -> list[BaseEvent]:
-        """``TOOL_CALL_END`` for every inner call still open (the turn ends)."""
-        return [self._end(call) for call in self._calls.values() if call.open]
+        """The end of every inner call and sub-agent run still open (the turn ends)."""
+        ends = [self._end(call) for call in self._calls.values() if call.open]
+        return ends + self._subagents.finish()
 
     def _start(self, native_id: str, inner_id: str, name: str) -> list[BaseEvent]:
         events: list[BaseEvent] = []
@@ -158,35 +162,6 @@ class ToolStreams:
         if kind == "args" and isinstance(delta, str) and delta:
             return [ToolCallArgsEvent(tool_call_id=call.wire_id, delta=delta)]
         return [self._end(call)] if kind == "end" else []
-
-    def _sub_agent(self, native_id: str, event: dict[str, Any]) -> list[BaseEvent]:
-        """Rule 3: one event of a sub-agent's own stream."""
-        tool_use = event.get("current_tool_use")
-        if isinstance(tool_use, dict) and isinstance(tool_use.get("name"), str):
-            return self._inner_call(native_id, tool_use)
-        chunk = event.get("event")
-        if isinstance(chunk, dict) and "contentBlockStop" in chunk:
-            newest = [c for c in self._calls.values() if c.open and c.parent_native_id == native_id]
-            return [self._end(newest[-1])] if newest else []
-        return []
-
-    def _inner_call(self, native_id: str, tool_use: dict[str, Any]) -> list[BaseEvent]:
-        """A sub-agent's call as its model writes it: started when first seen, then what
-        its arguments (the raw text so far) grew by."""
-        inner_id = str(tool_use.get("toolUseId") or "")
-        events: list[BaseEvent] = []
-        call = self._calls.get((native_id, inner_id))
-        if call is None:
-            events = self._start(native_id, inner_id, tool_use["name"])
-            call = self._calls[(native_id, inner_id)]
-        if not call.open:
-            return events
-        given = tool_use.get("input", "")
-        text = given if isinstance(given, str) else json.dumps(given, default=str)
-        if len(text) > call.sent:
-            events.append(ToolCallArgsEvent(tool_call_id=call.wire_id, delta=text[call.sent :]))
-            call.sent = len(text)
-        return events
 
 
 def _state_snapshot(state: Any) -> list[BaseEvent]:
