@@ -25,6 +25,7 @@ from durable_agui.activities.author_hooks import run_with_hooks
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.state import StateEvents
+from durable_agui.activities.subagent_pause import RESUMING_KEY, stored_pause
 from durable_agui.activities.turn_parts import TurnAgent, approved_placeholder
 from durable_agui.core.contract import AGENT_ID, ApprovedCall, TurnInput
 from durable_agui.translation import TurnTranslator, is_placeholder
@@ -64,6 +65,9 @@ async def run_approved(
                 "input": call.args,
             }
             state = {**invocation_state, "agent": agent, "approval": call.payload}
+            pause = stored_pause(block["toolResult"])
+            if pause is not None:  # a sub-agent's question, answered: it resumes
+                state[RESUMING_KEY] = pause
             streamed = _tool_streams(events, translator, shared)
             tool = built.tools[call.tool_name]
             translator.earlier_call(call.native_id, call.wire_id)

@@ -29,6 +29,7 @@ from durable_agui.activities.media import resolve_media
 from durable_agui.activities.patch import patch_tool_results, write_back
 from durable_agui.activities.publisher import RunEventPublisher
 from durable_agui.activities.state import StateEvents
+from durable_agui.activities.subagent_pause import PAUSE_HANDLER_KEY
 from durable_agui.activities.turn_parts import (
     TurnAgent,
     build_failed,
@@ -157,7 +158,11 @@ class TurnRun:
         user_messages = await resolve_media(turn.user_messages, self.settings)
         agent = self.agent()
         agent.state = shared.state  # the session manager persists agent.state as it is now
-        invocation_state = {"context": context_state(turn.context), EMITTER_KEY: events}
+        invocation_state = {
+            "context": context_state(turn.context),
+            EMITTER_KEY: events,
+            PAUSE_HANDLER_KEY: translator.paused,
+        }
         approved = {call.native_id for call in turn.approved}
         await tell_arrived_results(
             agent, ran_here(self.built, self.approvals), approved, invocation_state

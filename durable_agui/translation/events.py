@@ -36,6 +36,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agui.agents.approvals import TurnApprovals
 from durable_agui.agents.definition import PredictState
 from durable_agui.core.contract import (
+    INTERRUPT_PREFIX,
     MAX_CALLS_PER_TURN,
     MAX_NATIVE_ID,
     MAX_OPEN_CALLS,
@@ -169,6 +170,7 @@ class TurnTranslator:
         self._tool_streams = ToolStreams(mint_wire_id, self._wire_ids.get)
         self.tool_calls: list[ToolCallRecord] = []
         self.not_offered: list[ToolCallRecord] = []
+        self._paused: set[str] = set()
 
     def _kind(self, tool_name: str, args: dict[str, Any]) -> ToolKind:
         if tool_name in self._frontend:
@@ -184,10 +186,33 @@ class TurnTranslator:
             role="tool",
         )
 
+    def paused(self, native_id: str, message: str) -> bool:
+        """Call ``native_id`` runs a sub-agent that stopped to ask a person
+        (``activities/subagent_pause.py``): it becomes one of the batch's approvals, shown
+        with ``message``, its arguments left to the session. Whether it may: not past
+        ``MAX_OPEN_CALLS`` open calls, nor for a call the turn does not report."""
+        if sum(1 for call in self.tool_calls if call.kind != "backend") >= MAX_OPEN_CALLS:
+            return False
+        for position, call in enumerate(self.tool_calls):
+            if call.native_id == native_id and call.kind == "backend":
+                self.tool_calls[position] = call.model_copy(
+                    update={
+                        "kind": "approval",
+                        "approval_message": message,
+                        "args": {},
+                        "args_omitted": True,
+                    }
+                )
+                self._paused.add(native_id)
+                return True
+        return False
+
     def earlier_call(self, native_id: str, wire_id: str) -> None:
         """Call ``native_id`` of an earlier turn runs in this one (an approved call): what it
-        streams names it by ``wire_id``."""
+        streams names it by ``wire_id``; a sub-agent it runs goes on from its pause, if it
+        made one."""
         self._wire_ids[native_id] = wire_id
+        self._tool_streams.resumed(native_id)
 
     def tool_stream_done(self, native_id: str, result: dict[str, Any]) -> list[BaseEvent]:
         """The ends of what call ``native_id`` streamed and left open (its ``toolResult``,
@@ -392,6 +417,10 @@ class TurnTranslator:
         events: list[BaseEvent] = []
         for block in message.get("content", []):
             result = block.get("toolResult")
+            if result is not None and result["toolUseId"] in self._paused:
+                native_id = result["toolUseId"]
+                asked = [INTERRUPT_PREFIX + self._wire_ids.get(native_id, native_id)]
+                events += self._tool_streams.suspended(native_id, asked)
             if result is None or result["toolUseId"] in open_native:
                 continue
             events += self._tool_streams.tool_done(result["toolUseId"], result)

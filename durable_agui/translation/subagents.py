@@ -17,12 +17,17 @@ and ``@ag-ui/client`` 1.0's ``verifyEvents``):
    so that a client counting waiting calls from the stream never counts them. Its messages
    are its own: a sub-agent's calls go under the assistant message it is writing, never
    the caller's (``verifyEvents`` refuses a call whose ``subagentRunId`` is not its parent
-   message's). A sub-agent's own sub-agents nest the same way.
+   message's). A sub-agent's own sub-agents nest the same way. A call's wire id is derived
+   from the wire id of the call that runs its sub-agent and its own native id
+   (``inner_wire_id``): a sub-agent resumed in a later run (``activities/subagent_pause.py``)
+   gives the result of the call it stopped in under the id its client already holds.
 3. The call's result closes the run: what it left open is ended, then
    ``SUBAGENT_FINISHED`` (``outcome: {type: "success"}``), or ``SUBAGENT_ERROR`` with the
-   result's text (at most ``MAX_ERROR_TEXT`` characters) when the result is an error. A run
-   still open when the turn ends gets ``SUBAGENT_ERROR`` (``code: "SubagentUnfinished"``):
-   ``RUN_FINISHED`` may not follow an open sub-agent.
+   result's text (at most ``MAX_ERROR_TEXT`` characters) when the result is an error. A
+   sub-agent that stopped to ask a person (``activities/subagent_pause.py``) finishes with
+   ``outcome: {type: "suspended", interruptIds}``, the thread's interrupts that ask it; its
+   resumption is a new run. A run still open when the turn ends gets ``SUBAGENT_ERROR``
+   (``code: "SubagentUnfinished"``): ``RUN_FINISHED`` may not follow an open sub-agent.
 
 What the sub-agent wrote is not kept with the thread: its history is the call's result in
 the caller's session, as Strands keeps it. A client sends the messages it built from these
@@ -32,6 +37,7 @@ events back with its next run; they carry ``subagentRunId`` and are not new inpu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable
@@ -43,6 +49,7 @@ from ag_ui.core import (
     SubagentErrorEvent,
     SubagentFinishedEvent,
     SubagentFinishedSuccessOutcome,
+    SubagentFinishedSuspendedOutcome,
     SubagentStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -65,6 +72,13 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
+def inner_wire_id(parent_wire_id: str, native_id: str) -> str:
+    """The wire id of a sub-agent's call ``native_id``, run by the call ``parent_wire_id``:
+    the same in every run (a call's wire id is minted afresh for each turn attempt)."""
+    digest = hashlib.sha256(f"{parent_wire_id}/{native_id}".encode()).hexdigest()
+    return f"call_{digest[:24]}"
+
+
 @dataclass
 class _Call:
     """One call of a sub-agent, as streamed."""
@@ -80,6 +94,10 @@ class _Run:
     native id in its own stream) and the sub-agents its calls run."""
 
     run_id: str
+    parent_wire: str | None
+    """The wire id of the call that runs it (``None``: not reported to the thread)."""
+    resumed: bool = False
+    """It goes on from a pause: the call it stopped in gets its result in this run."""
     message_id: str | None = None
     text_open: bool = False
     calls: dict[str, _Call] = field(default_factory=dict)
@@ -95,6 +113,8 @@ class SubagentRuns:
         self._mint = mint
         self._wire_id = wire_id
         self._runs: dict[str, _Run] = {}
+        self.resumed: set[str] = set()
+        """Native ids of calls whose sub-agent goes on from a pause (approved calls)."""
 
     def feed(self, native_id: str, name: str, event: dict[str, Any]) -> list[BaseEvent]:
         """The AG-UI events for one event of the sub-agent call ``native_id`` (tool ``name``)
@@ -102,8 +122,10 @@ class SubagentRuns:
         run = self._runs.get(native_id)
         events: list[BaseEvent] = []
         if run is None:
-            run = self._runs[native_id] = _Run(run_id=_new_id("sub"))
-            events.append(_started(run, name, self._wire_id(native_id), None))
+            parent = self._wire_id(native_id)
+            run = _Run(_new_id("sub"), parent, resumed=native_id in self.resumed)
+            self._runs[native_id] = run
+            events.append(_started(run, name, parent, None))
         return events + self._in_run(run, event)
 
     def done(self, native_id: str, result: dict[str, Any]) -> list[BaseEvent]:
@@ -115,6 +137,15 @@ class SubagentRuns:
             text = render_tool_result(list(result.get("content", [])))[:MAX_ERROR_TEXT]
             return _closed(run, SubagentErrorEvent(subagent_run_id=run.run_id, message=text))
         return _closed(run, _finished(run))
+
+    def suspend(self, native_id: str, interrupt_ids: list[str]) -> list[BaseEvent]:
+        """Close the run of call ``native_id``, which waits for the thread's interrupts
+        ``interrupt_ids`` (rule 3)."""
+        run = self._runs.pop(native_id, None)
+        if run is None:
+            return []
+        outcome = SubagentFinishedSuspendedOutcome(type="suspended", interrupt_ids=interrupt_ids)
+        return _closed(run, SubagentFinishedEvent(subagent_run_id=run.run_id, outcome=outcome))
 
     def finish(self) -> list[BaseEvent]:
         """Close every run still open (the turn ends)."""
@@ -153,7 +184,8 @@ class SubagentRuns:
         call = run.calls.get(inner_id)
         if call is None:
             events += _end_text(run)
-            call = run.calls[inner_id] = _Call(wire_id=self._mint())
+            wire_id = inner_wire_id(run.parent_wire, inner_id) if run.parent_wire else None
+            call = run.calls[inner_id] = _Call(wire_id=wire_id or self._mint())
             events.append(
                 ToolCallStartEvent(
                     tool_call_id=call.wire_id,
@@ -188,6 +220,8 @@ class SubagentRuns:
             if nested is not None:
                 events += _closed(nested, _finished(nested))
             call = run.calls.get(inner_id)
+            if call is None and run.resumed and run.parent_wire:  # asked in an earlier run
+                call = _Call(wire_id=inner_wire_id(run.parent_wire, inner_id), open=False)
             if call is None:
                 continue
             if call.open:
@@ -213,10 +247,13 @@ class SubagentRuns:
         nested = run.nested.get(inner_id)
         events: list[BaseEvent] = []
         if nested is None:
-            nested = run.nested[inner_id] = _Run(run_id=_new_id("sub"))
             call = run.calls.get(inner_id)
+            if call is None and run.resumed and run.parent_wire:
+                call = _Call(wire_id=inner_wire_id(run.parent_wire, inner_id), open=False)
+            parent = call.wire_id if call else None
+            nested = run.nested[inner_id] = _Run(_new_id("sub"), parent, resumed=run.resumed)
             name = str(tool_use.get("name") or "agent")
-            events.append(_started(nested, name, call.wire_id if call else None, run.run_id))
+            events.append(_started(nested, name, parent, run.run_id))
         return events + self._in_run(nested, data)
 
 

@@ -115,6 +115,20 @@ class ToolStreams:
         ]
         return ends + self._subagents.done(native_id, result)
 
+    def resumed(self, native_id: str) -> None:
+        """Call ``native_id``'s sub-agent goes on from a pause (``subagents.py``)."""
+        self._subagents.resumed.add(native_id)
+
+    def suspended(self, native_id: str, interrupt_ids: list[str]) -> list[BaseEvent]:
+        """The ends of what call ``native_id`` streamed, its sub-agent waiting for the
+        thread's interrupts ``interrupt_ids``."""
+        ends = [
+            self._end(call)
+            for call in self._calls.values()
+            if call.open and call.parent_native_id == native_id
+        ]
+        return ends + self._subagents.suspend(native_id, interrupt_ids)
+
     def finish(self) -> list[BaseEvent]:
         """The end of every inner call and sub-agent run still open (the turn ends)."""
         ends = [self._end(call) for call in self._calls.values() if call.open]

@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
+    INTERRUPT_PREFIX,
     ApprovedCall,
     AskStep,
     BatchState,
@@ -51,7 +52,7 @@ from durable_agui.workflows.approval_audit import (
     record,
 )
 from durable_agui.workflows.bounds import shown
-from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Judgement, Verdict
+from durable_agui.workflows.verdicts import Judgement, Verdict
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
+    INTERRUPT_PREFIX,
     ApprovedCall,
     BatchState,
     ClosedReason,
@@ -52,7 +53,6 @@ from durable_agui.workflows.approval_audit import (
 from durable_agui.workflows.bounds import recent, shown, time_to
 from durable_agui.workflows.verdicts import (
     DENIED,
-    INTERRUPT_PREFIX,
     NO_ANSWER,
     NO_DECISION,
     Judgement,

@@ -35,9 +35,6 @@ NO_DECISION = {
 DENIED = "The person declined this action; it was not run."
 """Error result persisted for an approval the person cancelled."""
 
-INTERRUPT_PREFIX = "approve-"
-"""An approval's interrupt id is this prefix and the call's wire id."""
-
 
 class Verdict(StrEnum):
     """What one answer is to the batch (see the module docstring)."""

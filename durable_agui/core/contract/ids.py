@@ -32,6 +32,9 @@ MAX_TOOL_CALL_ID = 128
 MAX_INTERRUPT_ID = 160
 """Longest ``interruptId`` a resume entry may name (ids minted here have 37 characters)."""
 
+INTERRUPT_PREFIX = "approve-"
+"""An approval's interrupt id is this prefix and the call's wire id."""
+
 
 MAX_OPEN_CALLS = 64
 """Frontend calls and approvals one batch leaves open. More in one model message are not

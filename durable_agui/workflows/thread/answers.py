@@ -34,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agui.core.contract import (
     ANSWER_SIGNALS,
+    INTERRUPT_PREFIX,
     AnswersBody,
     DecisionRecord,
     ErrorType,
@@ -46,7 +47,7 @@ from durable_agui.core.contract import (
     ToolResultsRequest,
 )
 from durable_agui.workflows.bounds import shown
-from durable_agui.workflows.verdicts import INTERRUPT_PREFIX, Verdict
+from durable_agui.workflows.verdicts import Verdict
 
 if TYPE_CHECKING:  # admission judges runs with ``check_answers``: it imports this module
     from durable_agui.workflows.thread.view import AdmissionView

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from durable_agui.activities.subagent_pause import MAX_PAUSE_MESSAGE_BYTES
 from durable_agui.agents.approvals import MAX_ASK_BYTES
 from durable_agui.core.contract import (
     MAX_CALLS_PER_TURN,
@@ -138,7 +139,8 @@ def worst_case_carry(batch_open: bool) -> ThreadCarry:
             native_id=native[n],
             tool_name=longest("t", 64),
             args={"a": "x" * args_each},
-            message="Allow it?",
+            # The longest a paused sub-agent's question is kept (a rule's is the author's).
+            message="\u00e9" * (MAX_PAUSE_MESSAGE_BYTES // 2),
             run_id=run_id,
             expires_at=now,
             resolution=ResumeAnswer(

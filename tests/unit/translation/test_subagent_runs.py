@@ -10,7 +10,7 @@ import pytest
 
 from durable_agui.core.contract import event_to_wire
 from durable_agui.translation.open_parts import OpenParts
-from durable_agui.translation.subagents import UNFINISHED
+from durable_agui.translation.subagents import UNFINISHED, inner_wire_id
 from durable_agui.translation.tool_streams import ToolStreams
 
 pytestmark = pytest.mark.unit
@@ -74,7 +74,9 @@ def test_a_turn_that_ends_inside_a_nested_sub_agent_closes_it_from_the_inside_ou
     streams, events = cut_in_a_nested_call()
     editor, researcher = [e for e in events if e["type"] == "SUBAGENT_STARTED"]
     assert researcher["parentSubagentRunId"] == editor["subagentRunId"]
-    assert researcher["parentToolCallId"] == "call_0" and editor["parentToolCallId"] == "call_outer"
+    (ask,) = [e for e in events if e.get("toolCallName") == "ask_researcher"]
+    assert researcher["parentToolCallId"] == ask["toolCallId"] == inner_wire_id("call_outer", "e1")
+    assert editor["parentToolCallId"] == "call_outer"
 
     ends = [event_to_wire(e) for e in streams.finish()]
 

@@ -1,0 +1,177 @@
+"""A sub-agent that stops to ask a person pauses its thread, durably, and resumes inside the
+sub-agent once the person answers.
+
+The rule builds on Strands' interrupts: a tool's ``tool_context.interrupt(name, reason)``
+or a hook's ``event.interrupt(...)`` stops the agent it runs in, and an agent used as a tool
+(``Agent.as_tool()``, ``strands.agent._agent_as_tool``) raises its sub-agent's interrupts
+to its caller. Here, in the order a call meets it:
+
+1. An agent tool runs behind a ``SubagentGate``. When its sub-agent stops on interrupts,
+   the sub-agent's interrupted turn (Strands' ``take_snapshot(preset="session")``: its
+   messages, state and interrupt state) and the interrupts are stored with the call's
+   placeholder result in the thread's session (a ``{"json": {PAUSE_KEY: ...}}`` block
+   beside ``PLACEHOLDER_TEXT``), the calling agent stops once the batch is done, and the
+   call becomes one of the batch's approvals (``TurnTranslator.paused``): interrupt
+   ``approve-<wire id>``, shown with the first interrupt's reason (``pause_message``), its
+   sub-agent's run finished as ``suspended`` on the wire.
+2. Resolved (a resume entry, REST, a decision link, a signal: whatever answers an
+   approval): the next turn loads the snapshot into a fresh sub-agent and resumes it with
+   the approval's ``payload`` as the response to each of its interrupts (Strands'
+   ``interruptResponse``). Its events stream as a new sub-agent run; its answer is the
+   call's result, written over the placeholder, and the calling agent goes on.
+   Cancelled, or never decided: the call's result is the approval's denial, as for any
+   approval; the sub-agent does not run again.
+3. A resumed sub-agent that stops on an interrupt again ends its call with an error result
+   saying so (``ASKED_AGAIN``): one pause per call.
+
+The pause lives in the session store with the call (patched away with the answer), so it
+survives a restart of every process; the thread's workflow holds only the approval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from strands.types._events import ToolInterruptEvent, ToolResultEvent, ToolStreamEvent
+from strands.types._snapshot import Snapshot
+from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
+
+from durable_agui.core.contract import TOO_MANY_CALLS
+from durable_agui.translation import PLACEHOLDER_TEXT
+
+PAUSE_KEY = "durable_agui.subagent_pause"
+"""The key of the placeholder's block that holds a paused sub-agent's turn."""
+PAUSE_HANDLER_KEY = "durable_agui.on_subagent_pause"
+"""The invocation state's key of ``TurnTranslator.paused`` (the turn sets it)."""
+RESUMING_KEY = "durable_agui.resuming_subagent"
+"""The invocation state's key of the pause an approved call resumes (``run_approved``)."""
+MAX_PAUSE_MESSAGE_BYTES = 200
+"""UTF-8 bytes of an interrupt's reason that its approval shows (the thread keeps it)."""
+ASKED_AGAIN = (
+    "The sub-agent stopped to ask again before it finished; this server resumes a sub-agent "
+    "once per call."
+)
+
+
+def pause_message(interrupts: list[dict[str, Any]]) -> str:
+    """What the approval shows: the first interrupt's reason (its ``message`` when it is an
+    object with one), else its name, cut to ``MAX_PAUSE_MESSAGE_BYTES``."""
+    first = interrupts[0] if interrupts else {}
+    reason = first.get("reason")
+    if isinstance(reason, Mapping) and isinstance(reason.get("message"), str):
+        reason = reason["message"]
+    text = reason if isinstance(reason, str) else json.dumps(reason, default=str)
+    if reason is None:
+        text = str(first.get("name") or "The sub-agent asks for a decision.")
+    return text.encode()[:MAX_PAUSE_MESSAGE_BYTES].decode(errors="ignore")
+
+
+def stored_pause(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The paused sub-agent's turn a placeholder ``result`` holds, if it holds one."""
+    for block in result.get("content", []):
+        held = block.get("json") if isinstance(block, Mapping) else None
+        if isinstance(held, Mapping) and isinstance(held.get(PAUSE_KEY), dict):
+            pause: dict[str, Any] = held[PAUSE_KEY]
+            return pause
+    return None
+
+
+def is_agent_tool(tool: Any) -> bool:
+    """Whether ``tool`` is an agent used as a tool whose sub-agent can be paused."""
+    agent = getattr(tool, "agent", None)
+    return getattr(tool, "tool_type", None) == "agent" and hasattr(agent, "take_snapshot")
+
+
+class SubagentGate(AgentTool):
+    """An agent tool whose sub-agent's interrupts pause the thread (the rule: module
+    docstring). ``tool`` is the author's (``Agent.as_tool()``)."""
+
+    def __init__(self, tool: AgentTool) -> None:
+        super().__init__()
+        self.tool = tool
+        self.subagent: Any = cast(Any, tool).agent
+        """The author's ``Agent`` the tool runs (``is_agent_tool``)."""
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool.tool_name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self.tool.tool_spec
+
+    @property
+    def tool_type(self) -> str:
+        return self.tool.tool_type
+
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> ToolGenerator:
+        pause = invocation_state.get(RESUMING_KEY)
+        if isinstance(pause, dict):
+            async for event in self._resumed(tool_use, pause, invocation_state.get("approval")):
+                yield event
+            return
+        # Without the caller: Strands would keep the interrupted turn in the caller's own
+        # interrupt state (and its session record); the session's placeholder keeps it here.
+        inner = {key: value for key, value in invocation_state.items() if key != "agent"}
+        async for event in self.tool.stream(tool_use, inner, **kwargs):
+            if isinstance(event, ToolInterruptEvent):
+                yield self._paused(tool_use, event, invocation_state)
+                return
+            yield event
+
+    def _paused(
+        self, tool_use: ToolUse, event: ToolInterruptEvent, invocation_state: dict[str, Any]
+    ) -> ToolResultEvent:
+        """Rule 1: the placeholder result holding the sub-agent's interrupted turn."""
+        interrupts = [
+            json.loads(json.dumps(interrupt.to_dict(), default=str))
+            for interrupt in event.interrupts
+        ]
+        on_pause: Callable[[str, str], bool] | None = invocation_state.get(PAUSE_HANDLER_KEY)
+        if on_pause is None or not on_pause(tool_use["toolUseId"], pause_message(interrupts)):
+            return ToolResultEvent(_error(tool_use, TOO_MANY_CALLS))
+        snapshot = self.subagent.take_snapshot(preset="session").to_dict()
+        invocation_state["agent"].cancel(after_current_tools=True)
+        held = {"snapshot": json.loads(json.dumps(snapshot, default=str)), "interrupts": interrupts}
+        return ToolResultEvent(
+            {
+                "toolUseId": tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": PLACEHOLDER_TEXT}, {"json": {PAUSE_KEY: held}}],
+            }
+        )
+
+    async def _resumed(
+        self, tool_use: ToolUse, pause: dict[str, Any], payload: Any
+    ) -> ToolGenerator:
+        """Rule 2: the sub-agent, from its stored turn, given ``payload`` as its answers."""
+        agent = self.subagent
+        agent.load_snapshot(Snapshot.from_dict(pause["snapshot"]))
+        responses = [
+            {"interruptResponse": {"interruptId": interrupt["id"], "response": payload}}
+            for interrupt in pause["interrupts"]
+        ]
+        result = None
+        async for event in agent.stream_async(responses):
+            if "result" in event:
+                result = event["result"]
+            else:
+                yield ToolStreamEvent(tool_use, event)
+        if result is None or result.stop_reason == "interrupt":
+            yield ToolResultEvent(_error(tool_use, ASKED_AGAIN))
+            return
+        yield ToolResultEvent(
+            {
+                "toolUseId": tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": str(result)}],
+            }
+        )
+
+
+def _error(tool_use: ToolUse, text: str) -> ToolResult:
+    return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": text}]}
