@@ -16,7 +16,9 @@ name it (``durable-agui dev --agents myapp.agents``, ``DURABLE_AGUI_AGENTS``), o
 - ``start_telemetry(settings, service_name)``: the process's traces, metrics and logs
   (``README`` "Operate"), whose runtime and plugins ``connect`` takes, and
   ``ActivityTelemetry`` for a worker of your own (``build_worker`` adds it);
-- ``emit(tool_context, event)``: AG-UI ``CUSTOM`` / ``ACTIVITY_*`` events from a backend tool.
+- ``emit(tool_context, event)``: AG-UI ``CUSTOM`` / ``ACTIVITY_*`` events from a backend tool;
+- ``serve_multi_agent(name, build)`` and ``MultiAgentTool``: a Strands ``Graph`` or ``Swarm``
+  served as an agent, or run as one of an agent's tools.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
         load_agents,
     )
     from durable_agui.agents.emit import emit
+    from durable_agui.agents.multi_agent import HandOffModel, MultiAgentTool, serve_multi_agent
     from durable_agui.agents.offline_model import OfflineModel
     from durable_agui.api.app import add_error_handlers, create_app, create_router
     from durable_agui.api.body_check import RequestBodyCheck
@@ -69,6 +72,9 @@ _PUBLIC = {
     "TurnContext": "durable_agui.agents",
     "load_agents": "durable_agui.agents",
     "emit": "durable_agui.agents.emit",
+    "HandOffModel": "durable_agui.agents.multi_agent",
+    "MultiAgentTool": "durable_agui.agents.multi_agent",
+    "serve_multi_agent": "durable_agui.agents.multi_agent",
     "OfflineModel": "durable_agui.agents.offline_model",
     "add_error_handlers": "durable_agui.api.app",
     "create_app": "durable_agui.api.app",
@@ -106,6 +112,8 @@ __all__ = [
     "ApprovalRule",
     "ApprovalStep",
     "ClientTool",
+    "HandOffModel",
+    "MultiAgentTool",
     "OfflineModel",
     "PredictState",
     "RequestBodyCheck",
@@ -123,6 +131,7 @@ __all__ = [
     "emit",
     "get_settings",
     "load_agents",
+    "serve_multi_agent",
     "start_telemetry",
     "thread_activities",
     "thread_workflows",

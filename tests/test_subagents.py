@@ -20,9 +20,13 @@ from tests.support import as_the_js_client_holds, parse_sse, post_run, run_input
 AGENTS_MODULE = '''\
 """A front desk whose clerk (an agent used as a tool) asks a person before a refund."""
 
-from strands import Agent, ToolContext, tool
+import json
+import re
 
-from durable_agui import AgentDefinition
+from strands import Agent, ToolContext, tool
+from strands.multiagent import GraphBuilder, Swarm
+
+from durable_agui import AgentDefinition, serve_multi_agent
 from durable_agui.agents.offline_model import OfflineModel
 
 
@@ -33,8 +37,54 @@ def refund(amount: int, tool_context: ToolContext) -> str:
     return f"refunded {amount}" if answer.get("approved") else "refund declined"
 
 
+@tool
+def lookup_order(order: str) -> str:
+    """Look an order up."""
+    return f"{order} shipped"
+
+
 def clerk() -> Agent:
-    return Agent(name="clerk", model=OfflineModel(), tools=[refund], callback_handler=None)
+    tools = [refund, lookup_order]
+    return Agent(name="clerk", model=OfflineModel(), tools=tools, callback_handler=None)
+
+
+class Triage(OfflineModel):
+    """Hands every task to the clerk, asking for the order the task names last."""
+
+    def plan(self, messages):
+        latest = messages[-1]["content"]
+        if any("toolResult" in block for block in latest):
+            return "handed off", []
+        text = " ".join(block["text"] for block in latest if "text" in block)
+        order = re.search(r"order ([A-Z]-[0-9]+)", text)
+        order = order.group(1) if order else "?"
+        lookup = "call lookup_order " + json.dumps({"order": order})
+        return None, [("handoff_to_agent", {"agent_name": "clerk", "message": "\\n" + lookup})]
+
+
+def triage() -> Agent:
+    return Agent(name="triage", model=Triage(), callback_handler=None)
+
+
+def refund_graph() -> object:
+    """The clerk, then a reporter that writes up what the clerk did."""
+    builder = GraphBuilder()
+    builder.add_node(clerk(), "clerk")
+    builder.add_node(Agent(name="reporter", model=OfflineModel(), callback_handler=None), "reporter")
+    builder.add_edge("clerk", "reporter")
+    builder.set_entry_point("clerk")
+    builder.set_max_node_executions(10)
+    return builder.build()
+
+
+def desk_swarm() -> object:
+    """Triage first, who may hand the task off to the clerk."""
+    return Swarm([triage(), clerk()], max_handoffs=5)
+
+
+def refund_swarm() -> object:
+    """The clerk first: asked at once, no hand-off pending when it goes on."""
+    return Swarm([clerk(), triage()], max_handoffs=5)
 
 
 def manager() -> Agent:
@@ -44,6 +94,9 @@ def manager() -> Agent:
 
 
 AGENTS = [
+    serve_multi_agent("refund_graph", refund_graph, description="A clerk and a reporter."),
+    serve_multi_agent("desk_swarm", desk_swarm, description="Triage and a clerk."),
+    serve_multi_agent("refund_swarm", refund_swarm),
     AgentDefinition(
         name="front_desk",
         factory=lambda turn: {
@@ -56,6 +109,7 @@ AGENTS = [
 REFUND = f"call refund {json.dumps({'amount': 120})}"
 ASK_CLERK = f"call ask_clerk {json.dumps({'input': REFUND})}"
 ASK_MANAGER = f"call ask_manager {json.dumps({'input': ASK_CLERK})}"
+HAND_OFF = "Where is my order A-1"
 
 
 @pytest.fixture(scope="module", params=STORES)
@@ -143,3 +197,93 @@ async def test_a_declined_question_declines_the_sub_agents_call(stack: DevStack)
     as_the_js_client_holds(held, r2)
     assert "SUBAGENT_STARTED" not in [e["type"] for e in r2]
     assert text_of(r2) == "ask_clerk -> error: The person declined this action; it was not run."
+
+
+async def test_a_graph_node_asks_a_person_and_goes_on_inside_it_after_a_restart(
+    stack: DevStack,
+) -> None:
+    """A Graph served as a definition: its nodes stream as sub-agents of the team's run; the
+    clerk node's question pauses the thread; answered by REST after a restart of every
+    process, the clerk goes on from its own history and the reporter runs after it."""
+    thread = "graph-refund"
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        ask = user("u1", REFUND)
+        status, r1 = await post_run(http, "refund_graph", run_input(thread, "r1", [ask], []))
+        assert status == 200, r1
+        held = as_the_js_client_holds([ask], r1)
+        (interrupt,) = r1[-1]["outcome"]["interrupts"]
+        assert interrupt["message"] == "Refund 120 EUR?"
+        team, node = [e for e in r1 if e["type"] == "SUBAGENT_STARTED"]
+        assert (team["name"], node["name"]) == ("refund_graph", "clerk")
+        assert node["parentSubagentRunId"] == team["subagentRunId"]
+        finished = {
+            e["subagentRunId"]: e["outcome"] for e in r1 if e["type"] == "SUBAGENT_FINISHED"
+        }
+        suspended = {"type": "suspended", "interruptIds": [interrupt["id"]]}
+        assert finished == {team["subagentRunId"]: suspended, node["subagentRunId"]: suspended}
+        (refund,) = named(r1, "TOOL_CALL_START", "refund")
+
+        stack.stop()
+        stack.start()
+
+        resume = {
+            "interruptId": interrupt["id"],
+            "status": "resolved",
+            "payload": {"approved": True},
+        }
+        answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
+        assert answered.status_code == 200, answered.text
+        url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
+        r2 = parse_sse((await http.get(url)).text)
+
+    as_the_js_client_holds(held, r2)
+    assert r2[-1]["type"] == "RUN_FINISHED", r2
+    (result,) = [e for e in r2 if e.get("toolCallId") == refund["toolCallId"]]
+    assert result["content"] == "refunded 120"
+    nodes = [e["name"] for e in r2 if e["type"] == "SUBAGENT_STARTED"]
+    assert nodes == ["refund_graph", "clerk", "reporter"]
+    answer = text_of([e for e in r2 if "subagentRunId" not in e])
+    assert answer.startswith("clerk: refund -> success: refunded 120\nreporter: echo: ")
+
+
+async def test_a_swarm_hand_off_streams_each_member_as_a_sub_agent(stack: DevStack) -> None:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        ask = user("u1", HAND_OFF)
+        status, events = await post_run(http, "desk_swarm", run_input("swarm", "r1", [ask], []))
+    assert status == 200, events
+    as_the_js_client_holds([ask], events)
+    team, first, second = [e for e in events if e["type"] == "SUBAGENT_STARTED"]
+    assert (team["name"], first["name"], second["name"]) == ("desk_swarm", "triage", "clerk")
+    assert first["parentSubagentRunId"] == second["parentSubagentRunId"] == team["subagentRunId"]
+    (hand_off,) = named(events, "TOOL_CALL_START", "handoff_to_agent")
+    (lookup,) = named(events, "TOOL_CALL_START", "lookup_order")
+    assert (hand_off["subagentRunId"], lookup["subagentRunId"]) == (
+        first["subagentRunId"],
+        second["subagentRunId"],
+    )
+    results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert [e["content"] for e in results if e["toolCallId"] == lookup["toolCallId"]] == [
+        "A-1 shipped"
+    ]
+    answer = text_of([e for e in events if "subagentRunId" not in e])
+    assert answer == "triage: handed off\nclerk: lookup_order -> success: A-1 shipped"
+
+
+async def test_a_swarm_member_asks_a_person_and_goes_on_inside_it(stack: DevStack) -> None:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        ask = user("u1", "\n" + REFUND)
+        status, r1 = await post_run(http, "refund_swarm", run_input("swarm-ask", "r1", [ask], []))
+        assert status == 200, r1
+        held = as_the_js_client_holds([ask], r1)
+        (interrupt,) = r1[-1]["outcome"]["interrupts"]
+        resume = {
+            "interruptId": interrupt["id"],
+            "status": "resolved",
+            "payload": {"approved": True},
+        }
+        body = run_input("swarm-ask", "r2", held, [])
+        body["resume"] = [resume]
+        status, r2 = await post_run(http, "refund_swarm", body)
+    assert status == 200, r2
+    as_the_js_client_holds(held, r2)
+    assert "refunded 120" in [e.get("content") for e in r2 if e["type"] == "TOOL_CALL_RESULT"]

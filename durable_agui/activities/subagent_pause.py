@@ -2,22 +2,25 @@
 sub-agent once the person answers.
 
 The rule builds on Strands' interrupts: a tool's ``tool_context.interrupt(name, reason)``
-or a hook's ``event.interrupt(...)`` stops the agent it runs in, and an agent used as a tool
+or a hook's ``event.interrupt(...)`` stops the agent it runs in, an agent used as a tool
 (``Agent.as_tool()``, ``strands.agent._agent_as_tool``) raises its sub-agent's interrupts
-to its caller. Here, in the order a call meets it:
+to its caller, and a ``Graph`` or ``Swarm`` stops as ``INTERRUPTED`` with its node's
+(``agents/multi_agent.py`` runs one as a tool). Here, in the order a call meets it:
 
-1. An agent tool runs behind a ``SubagentGate``. When its sub-agent stops on interrupts,
-   the sub-agent's interrupted turn (Strands' ``take_snapshot(preset="session")``: its
-   messages, state and interrupt state) and the interrupts are stored with the call's
+1. A ``Resumable`` tool (an agent tool, or a ``MultiAgentTool``) runs behind a
+   ``SubagentGate``. When its sub-agent stops on interrupts, the sub-agent's interrupted
+   turn (``Resumable.paused_turn``: Strands' ``take_snapshot(preset="session")`` of an
+   agent, ``serialize_state()`` of a multi-agent orchestrator, with each node's messages
+   and interrupt state) and the interrupts are stored with the call's
    placeholder result in the thread's session (a ``{"json": {PAUSE_KEY: ...}}`` block
    beside ``PLACEHOLDER_TEXT``), the calling agent stops once the batch is done, and the
    call becomes one of the batch's approvals (``TurnTranslator.paused``): interrupt
    ``approve-<wire id>``, shown with the first interrupt's reason (``pause_message``), its
    sub-agent's run finished as ``suspended`` on the wire.
 2. Resolved (a resume entry, REST, a decision link, a signal: whatever answers an
-   approval): the next turn loads the snapshot into a fresh sub-agent and resumes it with
-   the approval's ``payload`` as the response to each of its interrupts (Strands'
-   ``interruptResponse``). Its events stream as a new sub-agent run; its answer is the
+   approval): the next turn loads the stored turn into a fresh sub-agent and resumes it
+   (``Resumable.resumed``) with the approval's ``payload`` as the response to each of its
+   interrupts (Strands' ``interruptResponse``). Its events stream as a new sub-agent run; its answer is the
    call's result, written over the placeholder, and the calling agent goes on.
    Cancelled, or never decided: the call's result is the approval's denial, as for any
    approval; the sub-agent does not run again.
@@ -31,8 +34,8 @@ survives a restart of every process; the thread's workflow holds only the approv
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol, cast, runtime_checkable
 
 from strands.types._events import ToolInterruptEvent, ToolResultEvent, ToolStreamEvent
 from strands.types._snapshot import Snapshot
@@ -78,21 +81,79 @@ def stored_pause(result: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def is_agent_tool(tool: Any) -> bool:
-    """Whether ``tool`` is an agent used as a tool whose sub-agent can be paused."""
+@runtime_checkable
+class Resumable(Protocol):
+    """A tool whose sub-agent can stop to ask a person and go on later from a stored turn."""
+
+    def paused_turn(self, event: ToolInterruptEvent) -> dict[str, Any]:
+        """The interrupted turn of the sub-agent that raised ``event`` (JSON)."""
+        ...
+
+    def resumed(
+        self, tool_use: ToolUse, turn: dict[str, Any], responses: list[dict[str, Any]]
+    ) -> AsyncIterator[Any]:
+        """The sub-agent, from ``turn``, given ``responses``: what its tool streams
+        (``ToolStreamEvent``s, then a ``ToolResultEvent``, or a ``ToolInterruptEvent``)."""
+        ...
+
+
+class _AgentTool:
+    """An agent used as a tool (``Agent.as_tool()``) as a ``Resumable``."""
+
+    def __init__(self, tool: AgentTool) -> None:
+        self.agent: Any = cast(Any, tool).agent
+
+    def paused_turn(self, event: ToolInterruptEvent) -> dict[str, Any]:
+        turn: dict[str, Any] = self.agent.take_snapshot(preset="session").to_dict()
+        return turn
+
+    async def resumed(
+        self, tool_use: ToolUse, turn: dict[str, Any], responses: list[dict[str, Any]]
+    ) -> AsyncIterator[Any]:
+        self.agent.load_snapshot(Snapshot.from_dict(turn))
+        result = None
+        async for event in self.agent.stream_async(responses):
+            if "result" in event:
+                result = event["result"]
+            else:
+                yield ToolStreamEvent(tool_use, event)
+        if result is not None and result.stop_reason == "interrupt":
+            yield ToolInterruptEvent(tool_use, list(result.interrupts or []))
+        elif result is not None:
+            yield ToolResultEvent(
+                {
+                    "toolUseId": tool_use["toolUseId"],
+                    "status": "success",
+                    "content": [{"text": str(result)}],
+                }
+            )
+
+
+def resumable(tool: Any) -> Resumable | None:
+    """``tool`` as a ``Resumable`` (a ``MultiAgentTool``, or an agent used as a tool), or
+    ``None`` for a tool whose sub-agent cannot be paused."""
+    if isinstance(tool, Resumable):
+        return tool
     agent = getattr(tool, "agent", None)
-    return getattr(tool, "tool_type", None) == "agent" and hasattr(agent, "take_snapshot")
+    if getattr(tool, "tool_type", None) == "agent" and hasattr(agent, "take_snapshot"):
+        return _AgentTool(tool)
+    return None
+
+
+def gated(tool: AgentTool) -> AgentTool:
+    """``tool`` behind its ``SubagentGate`` when its sub-agent can be paused."""
+    sub_agent = resumable(tool)
+    return tool if sub_agent is None else SubagentGate(tool, sub_agent)
 
 
 class SubagentGate(AgentTool):
-    """An agent tool whose sub-agent's interrupts pause the thread (the rule: module
-    docstring). ``tool`` is the author's (``Agent.as_tool()``)."""
+    """A tool whose sub-agent's interrupts pause the thread (the rule: module docstring).
+    ``tool`` is the author's (``Agent.as_tool()``, or a ``MultiAgentTool``)."""
 
-    def __init__(self, tool: AgentTool) -> None:
+    def __init__(self, tool: AgentTool, sub_agent: Resumable) -> None:
         super().__init__()
         self.tool = tool
-        self.subagent: Any = cast(Any, tool).agent
-        """The author's ``Agent`` the tool runs (``is_agent_tool``)."""
+        self.sub_agent = sub_agent
 
     @property
     def tool_name(self) -> str:
@@ -134,9 +195,9 @@ class SubagentGate(AgentTool):
         on_pause: Callable[[str, str], bool] | None = invocation_state.get(PAUSE_HANDLER_KEY)
         if on_pause is None or not on_pause(tool_use["toolUseId"], pause_message(interrupts)):
             return ToolResultEvent(_error(tool_use, TOO_MANY_CALLS))
-        snapshot = self.subagent.take_snapshot(preset="session").to_dict()
+        turn = json.loads(json.dumps(self.sub_agent.paused_turn(event), default=str))
         invocation_state["agent"].cancel(after_current_tools=True)
-        held = {"snapshot": json.loads(json.dumps(snapshot, default=str)), "interrupts": interrupts}
+        held = {"snapshot": turn, "interrupts": interrupts}
         return ToolResultEvent(
             {
                 "toolUseId": tool_use["toolUseId"],
@@ -148,29 +209,19 @@ class SubagentGate(AgentTool):
     async def _resumed(
         self, tool_use: ToolUse, pause: dict[str, Any], payload: Any
     ) -> ToolGenerator:
-        """Rule 2: the sub-agent, from its stored turn, given ``payload`` as its answers."""
-        agent = self.subagent
-        agent.load_snapshot(Snapshot.from_dict(pause["snapshot"]))
+        """Rule 2: the sub-agent, from its stored turn, given ``payload`` as its answers;
+        rule 3: an error result when it asks again."""
         responses = [
             {"interruptResponse": {"interruptId": interrupt["id"], "response": payload}}
             for interrupt in pause["interrupts"]
         ]
-        result = None
-        async for event in agent.stream_async(responses):
-            if "result" in event:
-                result = event["result"]
-            else:
-                yield ToolStreamEvent(tool_use, event)
-        if result is None or result.stop_reason == "interrupt":
-            yield ToolResultEvent(_error(tool_use, ASKED_AGAIN))
-            return
-        yield ToolResultEvent(
-            {
-                "toolUseId": tool_use["toolUseId"],
-                "status": "success",
-                "content": [{"text": str(result)}],
-            }
-        )
+        async for event in self.sub_agent.resumed(tool_use, pause["snapshot"], responses):
+            if isinstance(event, ToolInterruptEvent):
+                break
+            yield event
+            if isinstance(event, ToolResultEvent):
+                return
+        yield ToolResultEvent(_error(tool_use, ASKED_AGAIN))
 
 
 def _error(tool_use: ToolUse, text: str) -> ToolResult:

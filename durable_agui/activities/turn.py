@@ -20,7 +20,7 @@ from durable_agui.activities.reconcile import write_answers
 from durable_agui.activities.snapshot import snapshot_if_stale
 from durable_agui.activities.state import StateEvents, turn_start_state
 from durable_agui.activities.store_errors import attempt_writer, store_errors_as_application_errors
-from durable_agui.activities.subagent_pause import SubagentGate, is_agent_tool
+from durable_agui.activities.subagent_pause import gated
 from durable_agui.activities.telemetry import measured_turn, tool_call_attributes
 from durable_agui.activities.turn_parts import (
     TurnAgent,
@@ -106,10 +106,7 @@ class TurnActivities:
                 return err
             # Checked by the definition (at start) or by agent_arguments (a factory's). An
             # agent tool's sub-agent may stop to ask a person: its gate pauses the thread.
-            tools = {
-                tool.tool_name: SubagentGate(tool) if is_agent_tool(tool) else tool
-                for tool in arguments.pop("tools", None) or []
-            }
+            tools = {tool.tool_name: gated(tool) for tool in arguments.pop("tools", None) or []}
             return TurnAgent(definition, arguments, tools)
 
         async with heartbeating(*activity.info().heartbeat_details):

@@ -170,6 +170,14 @@ class OfflineModel(Model):
         raise NotImplementedError("the offline model does not produce structured output")
         yield {}  # pragma: no cover - makes this an async generator
 
+    def plan(self, messages: Messages) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:
+        """The reply to ``messages``: ``plan_reply`` (a subclass may script its own)."""
+        return plan_reply(messages)
+
+    def reasoning(self, messages: Messages) -> list[tuple[str, bool]]:
+        """The reasoning blocks before the reply: ``plan_reasoning``."""
+        return plan_reasoning(messages)
+
     async def _pause(self, key: str) -> None:
         delay = float(self.config.get(key) or 0.0)
         if delay > 0:
@@ -239,11 +247,11 @@ class OfflineModel(Model):
         system_prompt: str | None = None,
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
-        text, calls = plan_reply(messages)
+        text, calls = self.plan(messages)
         await self._pause("first_chunk_delay_ms")
         yield {"messageStart": {"role": "assistant"}}
         index = 0
-        for thought, redacted in plan_reasoning(messages):
+        for thought, redacted in self.reasoning(messages):
             async for event in self._reasoning_block(index, thought, redacted):
                 yield event
             index += 1

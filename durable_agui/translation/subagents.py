@@ -17,7 +17,12 @@ and ``@ag-ui/client`` 1.0's ``verifyEvents``):
    so that a client counting waiting calls from the stream never counts them. Its messages
    are its own: a sub-agent's calls go under the assistant message it is writing, never
    the caller's (``verifyEvents`` refuses a call whose ``subagentRunId`` is not its parent
-   message's). A sub-agent's own sub-agents nest the same way. A call's wire id is derived
+   message's). A sub-agent's own sub-agents nest the same way, and so do the nodes of a
+   multi-agent orchestrator (a ``Graph`` or ``Swarm`` run as a tool:
+   ``agents/multi_agent.py``): each ``multiagent_node_start`` opens a run named after the
+   node (``parentSubagentRunId`` the orchestrator's), its ``multiagent_node_stream``
+   events stream inside it, its ``multiagent_node_stop`` closes it (``SUBAGENT_ERROR``
+   when the node failed); a hand-off is the next node's run. A call's wire id is derived
    from the wire id of the call that runs its sub-agent and its own native id
    (``inner_wire_id``): a sub-agent resumed in a later run (``activities/subagent_pause.py``)
    gives the result of the call it stopped in under the id its client already holds.
@@ -94,8 +99,10 @@ class _Run:
     native id in its own stream) and the sub-agents its calls run."""
 
     run_id: str
-    parent_wire: str | None
-    """The wire id of the call that runs it (``None``: not reported to the thread)."""
+    parent_call: str | None
+    """The wire id of the call that runs it (``None``: a node, or a call not reported)."""
+    salt: str | None
+    """What its calls' wire ids are derived from (``inner_wire_id``; ``None``: minted)."""
     resumed: bool = False
     """It goes on from a pause: the call it stopped in gets its result in this run."""
     message_id: str | None = None
@@ -123,7 +130,7 @@ class SubagentRuns:
         events: list[BaseEvent] = []
         if run is None:
             parent = self._wire_id(native_id)
-            run = _Run(_new_id("sub"), parent, resumed=native_id in self.resumed)
+            run = _Run(_new_id("sub"), parent, parent, resumed=native_id in self.resumed)
             self._runs[native_id] = run
             events.append(_started(run, name, parent, None))
         return events + self._in_run(run, event)
@@ -145,7 +152,11 @@ class SubagentRuns:
         if run is None:
             return []
         outcome = SubagentFinishedSuspendedOutcome(type="suspended", interrupt_ids=interrupt_ids)
-        return _closed(run, SubagentFinishedEvent(subagent_run_id=run.run_id, outcome=outcome))
+        return _closed(
+            run,
+            SubagentFinishedEvent(subagent_run_id=run.run_id, outcome=outcome),
+            lambda nested: SubagentFinishedEvent(subagent_run_id=nested.run_id, outcome=outcome),
+        )
 
     def finish(self) -> list[BaseEvent]:
         """Close every run still open (the turn ends)."""
@@ -157,6 +168,9 @@ class SubagentRuns:
 
     def _in_run(self, run: _Run, event: dict[str, Any]) -> list[BaseEvent]:
         """Rule 2: one event of ``run``'s own stream."""
+        kind = event.get("type")
+        if isinstance(kind, str) and kind.startswith("multiagent_"):
+            return self._node_event(run, kind, event)
         if isinstance(event.get("data"), str) and "delta" in event:
             return _text(run, event["data"])
         tool_use = event.get("current_tool_use")
@@ -184,7 +198,7 @@ class SubagentRuns:
         call = run.calls.get(inner_id)
         if call is None:
             events += _end_text(run)
-            wire_id = inner_wire_id(run.parent_wire, inner_id) if run.parent_wire else None
+            wire_id = inner_wire_id(run.salt, inner_id) if run.salt else None
             call = run.calls[inner_id] = _Call(wire_id=wire_id or self._mint())
             events.append(
                 ToolCallStartEvent(
@@ -220,8 +234,8 @@ class SubagentRuns:
             if nested is not None:
                 events += _closed(nested, _finished(nested))
             call = run.calls.get(inner_id)
-            if call is None and run.resumed and run.parent_wire:  # asked in an earlier run
-                call = _Call(wire_id=inner_wire_id(run.parent_wire, inner_id), open=False)
+            if call is None and run.resumed and run.salt:  # asked in an earlier run
+                call = _Call(wire_id=inner_wire_id(run.salt, inner_id), open=False)
             if call is None:
                 continue
             if call.open:
@@ -237,6 +251,32 @@ class SubagentRuns:
             )
         return events
 
+    def _node_event(self, run: _Run, kind: str, event: dict[str, Any]) -> list[BaseEvent]:
+        """One event of a multi-agent orchestrator's stream (rule 2, its nodes)."""
+        key = f"node:{event.get('node_id')}"
+        if kind == "multiagent_node_start":
+            earlier = run.nested.pop(key, None)
+            events = _closed(earlier, _unfinished(earlier)) if earlier else []
+            return events + self._node(run, key, str(event.get("node_id")))
+        node = run.nested.get(key)
+        if kind == "multiagent_node_stream" and isinstance(event.get("event"), dict):
+            events = [] if node is not None else self._node(run, key, str(event.get("node_id")))
+            return events + self._in_run(run.nested[key], event["event"])
+        result = event.get("node_result")
+        if kind == "multiagent_node_stop" and node is not None:
+            if getattr(getattr(result, "status", None), "value", None) == "interrupted":
+                return []  # closed as suspended with the orchestrator's call
+            return _node_closed(run.nested.pop(key), result)
+        if kind == "multiagent_node_cancel" and node is not None:
+            return _closed(run.nested.pop(key), _unfinished(node))
+        return []
+
+    def _node(self, run: _Run, key: str, node_id: str) -> list[BaseEvent]:
+        """A node's run, opened inside the orchestrator's ``run``."""
+        salt = inner_wire_id(run.salt, key) if run.salt else None
+        node = run.nested[key] = _Run(_new_id("sub"), None, salt, resumed=run.resumed)
+        return [_started(node, node_id, None, run.run_id)]
+
     def _nested(self, run: _Run, stream: dict[str, Any]) -> list[BaseEvent]:
         """An event of a sub-agent that one of ``run``'s calls runs (rule 2, nested)."""
         tool_use = stream.get("tool_use")
@@ -248,13 +288,24 @@ class SubagentRuns:
         events: list[BaseEvent] = []
         if nested is None:
             call = run.calls.get(inner_id)
-            if call is None and run.resumed and run.parent_wire:
-                call = _Call(wire_id=inner_wire_id(run.parent_wire, inner_id), open=False)
+            if call is None and run.resumed and run.salt:
+                call = _Call(wire_id=inner_wire_id(run.salt, inner_id), open=False)
             parent = call.wire_id if call else None
-            nested = run.nested[inner_id] = _Run(_new_id("sub"), parent, resumed=run.resumed)
+            nested = _Run(_new_id("sub"), parent, parent, resumed=run.resumed)
+            run.nested[inner_id] = nested
             name = str(tool_use.get("name") or "agent")
             events.append(_started(nested, name, parent, run.run_id))
         return events + self._in_run(nested, data)
+
+
+def _node_closed(node: _Run, result: Any) -> list[BaseEvent]:
+    """A node's run closed by its ``multiagent_node_stop`` (``result``: Strands'
+    ``NodeResult``): ``SUBAGENT_ERROR`` when it failed."""
+    status = getattr(getattr(result, "status", None), "value", None)
+    if status == "failed":
+        text = str(getattr(result, "result", "") or "the node failed")[:MAX_ERROR_TEXT]
+        return _closed(node, SubagentErrorEvent(subagent_run_id=node.run_id, message=text))
+    return _closed(node, _finished(node))
 
 
 def _started(
@@ -328,11 +379,14 @@ def _end_message(run: _Run) -> list[BaseEvent]:
     return events
 
 
-def _closed(run: _Run, last: BaseEvent) -> list[BaseEvent]:
-    """Everything ``run`` left open ended (its nested runs first, as unfinished), then
-    ``last``."""
+def _closed(
+    run: _Run, last: BaseEvent, nested_end: Callable[[_Run], BaseEvent] | None = None
+) -> list[BaseEvent]:
+    """Everything ``run`` left open ended (its nested runs first, each with
+    ``nested_end``, else as unfinished), then ``last``."""
     events: list[BaseEvent] = []
     for nested in run.nested.values():
-        events += _closed(nested, _unfinished(nested))
+        end = (nested_end or _unfinished)(nested)
+        events += _closed(nested, end, nested_end)
     run.nested.clear()
     return events + _end_message(run) + [last]
