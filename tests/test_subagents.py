@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -105,6 +108,8 @@ AGENTS = [
     )
 ]
 '''
+
+TEAM = Path(__file__).resolve().parent.parent / "examples" / "refund_team"
 
 REFUND = f"call refund {json.dumps({'amount': 120})}"
 ASK_CLERK = f"call ask_clerk {json.dumps({'input': REFUND})}"
@@ -287,3 +292,18 @@ async def test_a_swarm_member_asks_a_person_and_goes_on_inside_it(stack: DevStac
     assert status == 200, r2
     as_the_js_client_holds(held, r2)
     assert "refunded 120" in [e.get("content") for e in r2 if e["type"] == "TOOL_CALL_RESULT"]
+
+
+def test_the_refund_teams_own_tests_pass() -> None:
+    """The example as a new user runs it (docs/guides/multi-agent.md): a Graph, a Swarm and
+    an agent used as a tool, each asking a person from inside, on the time-skipping server."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=TEAM,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed" in done.stdout

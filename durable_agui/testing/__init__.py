@@ -19,7 +19,7 @@ from durable_agui.core.contract import FrontendTool
 from durable_agui.testing.client import AgentTestClient, Interrupt
 from durable_agui.testing.environment import AgentTestEnvironment
 from durable_agui.testing.errors import AgentApiError, NoRunStarted
-from durable_agui.testing.results import RunResult, ToolCall, parse_sse
+from durable_agui.testing.results import RunResult, SubagentRun, ToolCall, parse_sse
 from durable_agui.testing.server_binary import TestServerMissing, find_test_server
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Interrupt",
     "NoRunStarted",
     "RunResult",
+    "SubagentRun",
     "TestServerMissing",
     "ToolCall",
     "find_test_server",

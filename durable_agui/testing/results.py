@@ -49,6 +49,20 @@ class ToolCall:
     arguments: dict[str, Any]
 
 
+@dataclass
+class SubagentRun:
+    """One sub-agent run of a run: its ``name`` (the tool's, or the node's), ``run_id``
+    (``subagentRunId``), ``parent`` (the sub-agent run it ran in, if any), its ``text`` and
+    how it ended (``outcome``: ``"success"``, ``"suspended"`` when it asked a person,
+    ``"error"``; ``None`` while it runs)."""
+
+    name: str
+    run_id: str
+    parent: str | None = None
+    text: str = ""
+    outcome: str | None = None
+
+
 @dataclass(frozen=True)
 class RunResult:
     """One run of a thread: every AG-UI event it streamed (``events``, dicts as sent, in
@@ -87,8 +101,36 @@ class RunResult:
 
     @property
     def text(self) -> str:
-        """The assistant's text: every ``TEXT_MESSAGE_CONTENT`` delta, joined."""
-        return "".join(e["delta"] for e in self.events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        """The assistant's text: every ``TEXT_MESSAGE_CONTENT`` delta of the thread's own
+        agent, joined (a sub-agent's are in ``subagents``)."""
+        return "".join(
+            e["delta"]
+            for e in self.events
+            if e["type"] == "TEXT_MESSAGE_CONTENT" and "subagentRunId" not in e
+        )
+
+    @property
+    def subagents(self) -> list[SubagentRun]:
+        """The sub-agent runs the run streamed (agents used as tools, a ``Graph``'s or
+        ``Swarm``'s nodes: docs "Sub-agents"), in start order."""
+        runs = {
+            e["subagentRunId"]: SubagentRun(
+                name=e["name"], run_id=e["subagentRunId"], parent=e.get("parentSubagentRunId")
+            )
+            for e in self.events
+            if e["type"] == "SUBAGENT_STARTED"
+        }
+        for event in self.events:
+            run = runs.get(event.get("subagentRunId", ""))
+            if run is None:
+                continue
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                run.text += event["delta"]
+            elif event["type"] == "SUBAGENT_FINISHED":
+                run.outcome = (event.get("outcome") or {"type": "success"})["type"]
+            elif event["type"] == "SUBAGENT_ERROR":
+                run.outcome = "error"
+        return list(runs.values())
 
     @property
     def tool_calls(self) -> list[ToolCall]:
