@@ -53,8 +53,9 @@ async def test_reasoning_streams_before_the_answer_with_its_encrypted_values(
         "subtype": "message",
         "entityId": thought,
         "encryptedValue": reasoning_signature("about flights"),
+        "encryptedValueType": "signature",
     }
-    assert reasoning[8]["entityId"] == redacted
+    assert (reasoning[8]["entityId"], reasoning[8]["encryptedValueType"]) == (redacted, "redacted")
     assert base64.b64decode(reasoning[8]["encryptedValue"]) == b"s3cret"
     kinds = [event["type"] for event in events]
     assert kinds.index("REASONING_END") < kinds.index("TEXT_MESSAGE_START")
@@ -100,8 +101,10 @@ async def test_reasoning_is_kept_in_the_session_and_listed_before_its_message(
         "role": "reasoning",
         "content": "about flights",
         "encryptedValue": reasoning_signature("about flights"),
+        "encryptedValueType": "signature",
     }
     assert listed[2]["content"] == "" and base64.b64decode(listed[2]["encryptedValue"]) == b"s3cret"
+    assert listed[2]["encryptedValueType"] == "redacted"
 
 
 async def test_reasoning_before_a_tool_call_closes_before_the_call(
@@ -117,3 +120,45 @@ async def test_reasoning_before_a_tool_call_closes_before_the_call(
     kinds = [event["type"] for event in events]
     assert kinds.index("REASONING_END") < kinds.index("TOOL_CALL_START")
     assert kinds.count("REASONING_START") == 1  # the model's second call does not reason
+
+
+async def test_a_transcript_carrying_encrypted_value_types_is_taken(
+    http: httpx.AsyncClient,
+) -> None:
+    """AG-UI 1.1's ``encryptedValueType`` beside each ``encryptedValue`` a client sends back
+    (reasoning, assistant and tool messages, a tool call): the run is taken as without it."""
+    first = {"id": "u1", "role": "user", "content": 'think a\ncall lookup_flight {"flight":"E1"}'}
+    status, r1 = await post_run(http, "demo", run_input("t-types", "r1", [first], []))
+    assert status == 200
+    call = next(e for e in r1 if e["type"] == "TOOL_CALL_START")
+    result = next(e for e in r1 if e["type"] == "TOOL_CALL_RESULT")
+    typed = {"encryptedValue": "opaque", "encryptedValueType": "signature"}
+    transcript = [
+        first,
+        {"id": "rm1", "role": "reasoning", "content": "a", **typed},
+        {
+            "id": call["parentMessageId"],
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": call["toolCallId"],
+                    "type": "function",
+                    "function": {"name": "lookup_flight", "arguments": '{"flight":"E1"}'},
+                    **typed,
+                }
+            ],
+            **typed,
+        },
+        {
+            "id": result["messageId"],
+            "role": "tool",
+            "toolCallId": call["toolCallId"],
+            "content": result["content"],
+            **typed,
+        },
+        {"id": "a2", "role": "assistant", "content": text_of(r1), **typed},
+        {"id": "u2", "role": "user", "content": "thanks"},
+    ]
+    status, r2 = await post_run(http, "demo", run_input("t-types", "r2", transcript, []))
+    assert status == 200, r2
+    assert r2[-1]["type"] == "RUN_FINISHED" and text_of(r2) == "echo: thanks"

@@ -11,14 +11,18 @@ AG-UI 1.0 (``ag_ui.core``): a span ``REASONING_START`` ... ``REASONING_END`` hol
 reasoning message per block (``REASONING_MESSAGE_START/CONTENT/END``); a signature or
 redacted bytes follow its message as ``REASONING_ENCRYPTED_VALUE`` (``subtype: "message"``,
 the bytes as base64). In a thread's history each block is a ``ReasoningMessage``
-(``encryptedValue`` likewise), before the assistant message that holds it.
+(``encryptedValue`` likewise), before the assistant message that holds it. Wherever an
+``encryptedValue`` goes, AG-UI 1.1's ``encryptedValueType`` goes with it, saying which of
+the two it is (``SIGNATURE`` or ``REDACTED``): a client that sends it back can tell a
+signature from redacted bytes. A client's own ``encryptedValueType`` on the messages it
+sends is taken as any other field (AG-UI's models keep fields they do not know).
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ag_ui.core import (
     BaseEvent,
@@ -30,6 +34,24 @@ from ag_ui.core import (
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
 )
+
+Carrier = TypeVar("Carrier", ReasoningMessage, ReasoningEncryptedValueEvent)
+
+SIGNATURE = "signature"
+"""``encryptedValueType`` of a signature: a token proving the reasoning text is the model's."""
+REDACTED = "redacted"
+"""``encryptedValueType`` of redacted reasoning: the provider's encrypted bytes, as base64."""
+
+
+def with_value_type(model: Carrier, block: dict[str, Any]) -> Carrier:
+    """``model`` (a message or event carrying ``block``'s ``encrypted_value``) with its
+    ``encryptedValueType``: a field AG-UI 1.0's models keep as an extra one."""
+    redacted = block.get("redactedContent")
+    if isinstance(redacted, bytes | bytearray) and redacted:
+        setattr(model, "encryptedValueType", REDACTED)  # noqa: B010 - an extra field
+    elif block.get("reasoningText", {}).get("signature"):
+        setattr(model, "encryptedValueType", SIGNATURE)  # noqa: B010 - an extra field
+    return model
 
 
 def encrypted_value(block: dict[str, Any]) -> str | None:
@@ -44,11 +66,12 @@ def encrypted_value(block: dict[str, Any]) -> str | None:
 
 def reasoning_message(message_id: str, block: dict[str, Any]) -> ReasoningMessage:
     """A stored ``reasoningContent`` block as an AG-UI ``ReasoningMessage``."""
-    return ReasoningMessage(
+    message = ReasoningMessage(
         id=message_id,
         content=str(block.get("reasoningText", {}).get("text", "")),
         encrypted_value=encrypted_value(block),
     )
+    return with_value_type(message, block)
 
 
 class ReasoningStream:
@@ -96,13 +119,13 @@ class ReasoningStream:
         if self._message is None:
             return []
         events: list[BaseEvent] = [ReasoningMessageEndEvent(message_id=self._message)]
-        value = encrypted_value({"redactedContent": self._redacted}) or self._signature
+        block = {"redactedContent": self._redacted, "reasoningText": {"signature": self._signature}}
+        value = encrypted_value(block)
         if value:
-            events.append(
-                ReasoningEncryptedValueEvent(
-                    subtype="message", entity_id=self._message, encrypted_value=value
-                )
+            event = ReasoningEncryptedValueEvent(
+                subtype="message", entity_id=self._message, encrypted_value=value
             )
+            events.append(with_value_type(event, block))
         self._message, self._signature, self._redacted = None, "", b""
         return events
 
