@@ -250,6 +250,33 @@ async def decide(
     )
 
 
+def refund_team() -> Any:
+    """The refund team's agents (``examples/refund_team/agents.py``), loaded by path."""
+    spec = importlib.util.spec_from_file_location(
+        "refund_team_agents", HERE.parent.parent / "examples" / "refund_team" / "agents.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AGENTS
+
+
+async def subagent_pause(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
+    """A Graph's node that asks a person (issue 45): the team's call is the batch's
+    approval; resolved, the next turn resumes the node from the team's stored state. Then
+    the same thread's next question, declined."""
+    refund = 'call refund {"order": "A-1", "amount": 120}'
+    for run, answered, status in (("r1", "r2", "resolved"), ("r3", "r4", "cancelled")):
+        await start_run(env.client, settings, thread, run, refund, [], agent="refund_team")
+        events = await run_events(env.client, thread, run)
+        (approval,) = events[-1]["outcome"]["interrupts"]
+        await decide(
+            env.client, thread, answered, approval["id"], "anonymous",
+            status=status, payload={"approved": True},
+        )  # fmt: skip
+        await run_events(env.client, thread, answered)
+
+
 async def approval_policy(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
     """The refund desk's policy (issue 44): a two-person quorum with the same person twice
     and an edit, a once-per-thread consent then a call it lets run unasked, and a refund
@@ -807,7 +834,10 @@ async def traced(env: WorkflowEnvironment, settings: Settings, thread: str) -> N
 
 
 TRACED = {"traced"}
-AGENTS_OF: dict[str, Callable[[], Any]] = {"approval_policy": refund_desk}
+AGENTS_OF: dict[str, Callable[[], Any]] = {
+    "approval_policy": refund_desk,
+    "subagent_pause": refund_team,
+}
 """Scenarios served by agents of their own (the others: the demo agent)."""
 """Scenarios recorded with a worker whose client carries the OpenTelemetry plugin."""
 
@@ -829,6 +859,7 @@ SCENARIOS: dict[str, Scenario] = {
     "interrupt": interrupt,
     "decided_by_link": decided_by_link,
     "approval_policy": approval_policy,
+    "subagent_pause": subagent_pause,
     "continue_as_new": continue_as_new,
     "cancel": cancel,
     "cancel_during_reconcile": cancel_during_reconcile,

@@ -35,7 +35,7 @@ def test_every_core_scenario_has_a_history() -> None:
         "deletion", "early_answer", "webhooks", "idle_expiry", "regenerate",
         "metadata", "tags_indexed", "answers_in_turn", "answers_wait_for_the_store", "cancelled_turn_fails",
         "event_log", "log_away", "traced", "signalled", "decided_by_link", "signals_refused",
-        "history_bound", "held_answers", "approval_policy",
+        "history_bound", "held_answers", "approval_policy", "subagent_pause",
     }  # fmt: skip
 
 
