@@ -249,6 +249,8 @@ async def test_a_graph_node_asks_a_person_and_goes_on_inside_it_after_a_restart(
     assert nodes == ["refund_graph", "clerk", "reporter"]
     answer = text_of([e for e in r2 if "subagentRunId" not in e])
     assert answer.startswith("clerk: refund -> success: refunded 120\nreporter: echo: ")
+    # A team is built per call: no warning of an agent shared by every turn.
+    assert "shared by every turn" not in stack.log_path.read_text()
 
 
 async def test_a_swarm_hand_off_streams_each_member_as_a_sub_agent(stack: DevStack) -> None:

@@ -110,7 +110,8 @@ def _warn_shared_agents(agent: str, tools: Any) -> None:
     at a time (a call while another runs gets an error result). A ``factory`` builds one per
     turn (docs/protocol/subagents.md)."""
     for tool in tools or ():
-        if getattr(tool, "tool_type", None) == "agent":
+        # A MultiAgentTool builds its orchestrator per call; an Agent.as_tool() holds one.
+        if getattr(tool, "tool_type", None) == "agent" and hasattr(tool, "agent"):
             logger.warning(
                 "agent %r: tool %r is one agent shared by every turn of this worker, run for "
                 "one call at a time; build it in a factory for one per turn",

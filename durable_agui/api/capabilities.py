@@ -66,6 +66,8 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
     ``STATE_SNAPSHOT`` and ``STATE_DELTA`` (README "Shared state"). The agents it uses as
     tools are its ``multiAgent.subagents`` (README "Sub-agents").
     """
+    # A sub-agent or a team may stop to ask a person: the run ends with an interrupt.
+    asks = any(getattr(tool, "tool_type", None) == "agent" for tool in definition.tools)
     return AgentCapabilities(
         identity=IdentityCapabilities(
             name=definition.name,
@@ -85,8 +87,8 @@ def agent_capabilities(definition: AgentDefinition) -> AgentCapabilities:
         state=StateCapabilities(snapshots=True, deltas=True, persistent_state=True),
         human_in_the_loop=HumanInTheLoopCapabilities(
             supported=True,
-            approvals=bool(definition.approvals),
-            interrupts=bool(definition.approvals) or definition.factory is not None,
+            approvals=bool(definition.approvals) or asks,
+            interrupts=bool(definition.approvals) or definition.factory is not None or asks,
         ),
         multimodal=MultimodalCapabilities(
             input=MultimodalInputCapabilities(image=True, audio=True, video=True, pdf=True)
