@@ -6,6 +6,7 @@ it goes on inside the sub-agent, from its own history. Against a real ``durable-
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,7 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+from strands import Agent, ToolContext, tool
+from strands.tools.executors import SequentialToolExecutor
 
+from durable_agui import AgentDefinition
+from durable_agui.agents.offline_model import OfflineModel
+from durable_agui.testing import AgentTestEnvironment
 from tests.stack import STORES, DevStack, started, store_env
 from tests.support import as_the_js_client_holds, parse_sse, post_run, run_input, text_of, user
 
@@ -309,3 +315,84 @@ def test_the_refund_teams_own_tests_pass() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 passed" in done.stdout
+
+
+@tool
+def order_line(order: str) -> str:
+    """Where an order is."""
+    return f"{order} shipped"
+
+
+async def test_sub_agent_events_can_be_left_out_for_clients_that_refuse_them() -> None:
+    """``DURABLE_AGUI_SUBAGENT_EVENTS=false`` (clients on ``@ag-ui/core`` 0.0.x): no
+    ``SUBAGENT_*`` event in the stream, the sub-agent's own events still there."""
+    inner = "call order_line " + json.dumps({"order": "A-1"})
+
+    def desk(turn: object) -> dict[str, object]:
+        sub = Agent(name="r", model=OfflineModel(), tools=[order_line], callback_handler=None)
+        return {"tools": [sub.as_tool(name="ask")]}
+
+    agents = [AgentDefinition(name="desk", model=OfflineModel(), factory=desk)]
+    async with AgentTestEnvironment(agents, subagent_events=False) as env:
+        done = await env.run("quiet", f"call ask {json.dumps({'input': inner})}")
+    assert done.finished and done.text.startswith("ask -> success: order_line -> success")
+    assert not [e for e in done.events if e["type"].startswith("SUBAGENT_")]
+    assert [e["content"] for e in done.events if e.get("subagentRunId") and "content" in e] == [
+        "A-1 shipped"
+    ]
+
+
+@tool
+async def slow_line(order: str) -> str:
+    """Where an order is, slowly."""
+    await asyncio.sleep(1.5)
+    return f"{order} in transit"
+
+
+@tool(context=True)
+def refund_now(amount: int, tool_context: ToolContext) -> str:
+    """Refund an amount once a person says yes."""
+    answer = tool_context.interrupt("refund", reason=f"Refund {amount}?")
+    return f"refunded {amount}: {answer}"
+
+
+async def test_a_shared_sub_agent_resumes_without_touching_another_threads_call() -> None:
+    """One ``Agent.as_tool()`` for every turn (the worker warns of it): a thread's answer
+    resumes its turn in that agent only once another thread's call there has ended, and
+    each keeps its own history; an approval without a payload is a yes."""
+    shared = Agent(
+        name="clerk", model=OfflineModel(), tools=[slow_line, refund_now], callback_handler=None
+    ).as_tool(name="ask")
+    agents = [AgentDefinition(name="shared", model=OfflineModel(), tools=[shared])]
+    ask = "call refund_now " + json.dumps({"amount": 5})
+    slow = "call slow_line " + json.dumps({"order": "A-9"})
+    async with AgentTestEnvironment(agents) as env:
+        asked = await env.run("z", f"call ask {json.dumps({'input': ask})}")
+        busy = asyncio.create_task(env.run("x", f"call ask {json.dumps({'input': slow})}"))
+        await asyncio.sleep(0.5)  # x's call is in the shared agent
+        resumed = await env.approve("z", asked.interrupts[0])
+        other = await busy
+    assert resumed.text.startswith("ask -> success: refund_now -> success: refunded 5: ")
+    assert "'approved': True" in resumed.text
+    assert other.text.startswith("ask -> success: slow_line -> success: A-9 in transit")
+
+
+async def test_a_paused_agent_tool_runs_again_in_the_same_batch() -> None:
+    """Two calls of one agent tool in a message, run one after the other: the first asks a
+    person, and the tool is free for the second at once."""
+    clerk = Agent(
+        name="clerk", model=OfflineModel(), tools=[order_line, refund_now], callback_handler=None
+    )
+    definition = AgentDefinition(
+        name="seq",
+        model=OfflineModel(),
+        tools=[clerk.as_tool(name="ask")],
+        agent_kwargs={"tool_executor": SequentialToolExecutor()},
+    )
+    first = "call refund_now " + json.dumps({"amount": 7})
+    second = "call order_line " + json.dumps({"order": "A-3"})
+    text = "\n".join(f"call ask {json.dumps({'input': line})}" for line in (first, second))
+    async with AgentTestEnvironment([definition]) as env:
+        asked = await env.run("seq", text)
+    assert len(asked.interrupts) == 1
+    assert "A-3 shipped" in asked.tool_results.values()

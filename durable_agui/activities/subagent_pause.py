@@ -19,8 +19,9 @@ to its caller, and a ``Graph`` or ``Swarm`` stops as ``INTERRUPTED`` with its no
    sub-agent's run finished as ``suspended`` on the wire.
 2. Resolved (a resume entry, REST, a decision link, a signal: whatever answers an
    approval): the next turn loads the stored turn into a fresh sub-agent and resumes it
-   (``Resumable.resumed``) with the approval's ``payload`` as the response to each of its
-   interrupts (Strands' ``interruptResponse``). Its events stream as a new sub-agent run; its answer is the
+   (``Resumable.resumed``) with the approval as the response to each of its interrupts
+   (Strands' ``interruptResponse``): ``{"approved": true}`` and the payload's fields
+   (``interrupt_response``). Its events stream as a new sub-agent run; its answer is the
    call's result, written over the placeholder, and the calling agent goes on.
    Cancelled, or never decided: the call's result is the approval's denial, as for any
    approval; the sub-agent does not run again.
@@ -33,6 +34,8 @@ survives a restart of every process; the thread's workflow holds only the approv
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol, cast, runtime_checkable
@@ -50,6 +53,8 @@ PAUSE_HANDLER_KEY = "durable_agui.on_subagent_pause"
 """The invocation state's key of ``TurnTranslator.paused`` (the turn sets it)."""
 RESUMING_KEY = "durable_agui.resuming_subagent"
 """The invocation state's key of the pause an approved call resumes (``run_approved``)."""
+LOCK_POLL_S = 0.05
+"""How often a resumption asks for an agent tool's lock while another call holds it."""
 MAX_PAUSE_MESSAGE_BYTES = 200
 """UTF-8 bytes of an interrupt's reason that its approval shows (the thread keeps it)."""
 ASKED_AGAIN = (
@@ -69,6 +74,17 @@ def pause_message(interrupts: list[dict[str, Any]]) -> str:
     if reason is None:
         text = str(first.get("name") or "The sub-agent asks for a decision.")
     return text.encode()[:MAX_PAUSE_MESSAGE_BYTES].decode(errors="ignore")
+
+
+def interrupt_response(payload: Any) -> dict[str, Any]:
+    """What a sub-agent's interrupt is answered with when its approval is resolved:
+    ``{"approved": true}`` and the payload's fields (a payload that is not an object under
+    ``"payload"``), so that every channel's "yes" reads alike, a decision link's and a
+    REST call's without a payload too (Strands takes a ``None`` response as no answer, and
+    asks again). A payload's own ``"approved": false`` is the person's "no"."""
+    if isinstance(payload, Mapping):
+        return {"approved": True, **payload}
+    return {"approved": True} if payload is None else {"approved": True, "payload": payload}
 
 
 def stored_pause(result: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -98,10 +114,14 @@ class Resumable(Protocol):
 
 
 class _AgentTool:
-    """An agent used as a tool (``Agent.as_tool()``) as a ``Resumable``."""
+    """An agent used as a tool (``Agent.as_tool()``) as a ``Resumable``. Its resumption
+    holds the tool's own lock (Strands' ``_AgentAsTool`` runs its agent for one call at a
+    time): an agent tool shared by every turn is not loaded with one thread's turn while
+    another thread's call runs in it; the resumption waits for that call instead."""
 
     def __init__(self, tool: AgentTool) -> None:
         self.agent: Any = cast(Any, tool).agent
+        self.lock: Any = getattr(tool, "_lock", None)
 
     def paused_turn(self, event: ToolInterruptEvent) -> dict[str, Any]:
         turn: dict[str, Any] = self.agent.take_snapshot(preset="session").to_dict()
@@ -110,13 +130,19 @@ class _AgentTool:
     async def resumed(
         self, tool_use: ToolUse, turn: dict[str, Any], responses: list[dict[str, Any]]
     ) -> AsyncIterator[Any]:
-        self.agent.load_snapshot(Snapshot.from_dict(turn))
+        while self.lock is not None and not self.lock.acquire(blocking=False):
+            await asyncio.sleep(LOCK_POLL_S)  # another turn's call runs in this agent
         result = None
-        async for event in self.agent.stream_async(responses):
-            if "result" in event:
-                result = event["result"]
-            else:
-                yield ToolStreamEvent(tool_use, event)
+        try:
+            self.agent.load_snapshot(Snapshot.from_dict(turn))
+            async for event in self.agent.stream_async(responses):
+                if "result" in event:
+                    result = event["result"]
+                else:
+                    yield ToolStreamEvent(tool_use, event)
+        finally:
+            if self.lock is not None:
+                self.lock.release()
         if result is not None and result.stop_reason == "interrupt":
             yield ToolInterruptEvent(tool_use, list(result.interrupts or []))
         elif result is not None:
@@ -178,11 +204,18 @@ class SubagentGate(AgentTool):
         # Without the caller: Strands would keep the interrupted turn in the caller's own
         # interrupt state (and its session record); the session's placeholder keeps it here.
         inner = {key: value for key, value in invocation_state.items() if key != "agent"}
-        async for event in self.tool.stream(tool_use, inner, **kwargs):
-            if isinstance(event, ToolInterruptEvent):
-                yield self._paused(tool_use, event, invocation_state)
-                return
-            yield event
+        paused: ToolResultEvent | None = None
+        # Closed as soon as it asks, before the placeholder goes out: the tool's own cleanup
+        # (its lock) runs now, not when the generator is collected (Strands' executor stops
+        # reading at a result), so a second call of the tool in the batch finds it free.
+        async with contextlib.aclosing(self.tool.stream(tool_use, inner, **kwargs)) as stream:
+            async for event in stream:
+                if isinstance(event, ToolInterruptEvent):
+                    paused = self._paused(tool_use, event, invocation_state)
+                    break
+                yield event
+        if paused is not None:
+            yield paused
 
     def _paused(
         self, tool_use: ToolUse, event: ToolInterruptEvent, invocation_state: dict[str, Any]
@@ -211,8 +244,9 @@ class SubagentGate(AgentTool):
     ) -> ToolGenerator:
         """Rule 2: the sub-agent, from its stored turn, given ``payload`` as its answers;
         rule 3: an error result when it asks again."""
+        answer = interrupt_response(payload)
         responses = [
-            {"interruptResponse": {"interruptId": interrupt["id"], "response": payload}}
+            {"interruptResponse": {"interruptId": interrupt["id"], "response": answer}}
             for interrupt in pause["interrupts"]
         ]
         async for event in self.sub_agent.resumed(tool_use, pause["snapshot"], responses):

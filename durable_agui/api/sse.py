@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from ag_ui.core import EventType, RunErrorEvent, RunStartedEvent
+from ag_ui.core import BaseEvent, EventType, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from fastapi.responses import StreamingResponse
 
@@ -25,6 +25,12 @@ from durable_agui.translation.open_parts import OpenParts
 logger = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = {EventType.RUN_FINISHED, EventType.RUN_ERROR}
+SUBAGENT_EVENTS = {
+    EventType.SUBAGENT_STARTED,
+    EventType.SUBAGENT_FINISHED,
+    EventType.SUBAGENT_ERROR,
+}
+"""Left out of every stream when ``Settings.subagent_events`` is off."""
 READ_ATTEMPTS = 3
 
 
@@ -126,13 +132,25 @@ class _RunReader:
             event = without_pending_ids(event)
         self.ended = event.type in TERMINAL_EVENTS
         ends = [*self.opened(event.type)]
-        ends += [self.encoder.encode(e) for e in self.still_open.ends()] if self.ended else []
+        ends += (
+            [self.encoder.encode(e) for e in self.shown(self.still_open.ends())]
+            if self.ended
+            else []
+        )
         self.still_open.see(item.data)
+        own = [self.encoder.encode(e) for e in self.shown([event])]
         if item.offset == UNLOGGED:
-            return [*ends, self.encoder.encode(event)]
+            return [*ends, *own]
         self.offset = item.offset + 1
         self.end = max(self.end, self.offset)
-        return [*ends, f"id: {item.offset}\n{self.encoder.encode(event)}"]
+        return [*ends, *(f"id: {item.offset}\n{text}" for text in own)]
+
+    def shown(self, events: list[BaseEvent]) -> list[BaseEvent]:
+        """``events`` as this server's settings stream them: without the sub-agent events
+        when ``subagent_events`` is off."""
+        if self.settings.subagent_events:
+            return events
+        return [event for event in events if event.type not in SUBAGENT_EVENTS]
 
     async def retained(self) -> AsyncIterator[str]:
         """What the source already holds (no waiting)."""
@@ -155,7 +173,7 @@ class _RunReader:
     def cut_short(self, message: str) -> list[str]:
         """The frames that end a stream cut short: what it left open, then ``RUN_ERROR``."""
         closing = [
-            *self.still_open.ends(),
+            *self.shown(self.still_open.ends()),
             RunErrorEvent(message=message, code=ErrorType.STREAM_FAILED),
         ]
         return [*self.opened(EventType.RUN_ERROR)] + [

@@ -249,6 +249,13 @@ class Settings(BaseSettings):
     runtime 1.61, the AG-UI Dojo) fail the whole run on it, as their success outcome is a
     closed object."""
 
+    subagent_events: bool = True
+    """Runs stream AG-UI 1.0's ``SUBAGENT_STARTED`` / ``SUBAGENT_FINISHED`` /
+    ``SUBAGENT_ERROR`` (docs "Sub-agents"). False: every stream leaves them out (the event
+    log keeps them), for clients on the TypeScript ``@ag-ui/core`` 0.0.x (the CopilotKit
+    runtime 1.61, the AG-UI Dojo), whose event union has no such type and fails the run;
+    a sub-agent's own events keep their ``subagentRunId``, a field those clients pass."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Records below this level are not written (serving commands)."""
     log_format: Literal["auto", "json", "text"] = "auto"
