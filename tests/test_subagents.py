@@ -20,7 +20,8 @@ import pytest
 from strands import Agent, ToolContext, tool
 from strands.tools.executors import SequentialToolExecutor
 
-from durable_agui import AgentDefinition
+from durable_agui import AgentDefinition, ApprovalRule
+from durable_agui.activities.subagent_pause import NOT_HELD
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.testing import AgentTestEnvironment
 from tests.stack import STORES, DevStack, started, store_env
@@ -396,3 +397,21 @@ async def test_a_paused_agent_tool_runs_again_in_the_same_batch() -> None:
         asked = await env.run("seq", text)
     assert len(asked.interrupts) == 1
     assert "A-3 shipped" in asked.tool_results.values()
+
+
+async def test_a_sub_agent_asking_on_an_approved_call_ends_it_with_an_error() -> None:
+    """An agent tool behind an approval policy runs once approved, outside the model's
+    loop: a question its sub-agent asks there ends the call with an error saying so."""
+    clerk = Agent(name="clerk", model=OfflineModel(), tools=[refund_now], callback_handler=None)
+    definition = AgentDefinition(
+        name="gated",
+        model=OfflineModel(),
+        factory=lambda turn: {"tools": [clerk.as_tool(name="ask")]},
+        approvals={"ask": ApprovalRule(message="Run the clerk?")},
+    )
+    ask = "call refund_now " + json.dumps({"amount": 3})
+    async with AgentTestEnvironment([definition]) as env:
+        asked = await env.run("gated", f"call ask {json.dumps({'input': ask})}")
+        done = await env.approve("gated", asked.interrupts[0])
+    assert asked.interrupts[0]["message"] == "Run the clerk?"
+    assert done.text == f"ask -> error: {NOT_HELD}"

@@ -26,7 +26,9 @@ to its caller, and a ``Graph`` or ``Swarm`` stops as ``INTERRUPTED`` with its no
    Cancelled, or never decided: the call's result is the approval's denial, as for any
    approval; the sub-agent does not run again.
 3. A resumed sub-agent that stops on an interrupt again ends its call with an error result
-   saying so (``ASKED_AGAIN``): one pause per call.
+   saying so (``ASKED_AGAIN``): one pause per call. So does one whose question the thread
+   cannot hold (``NOT_HELD``): past ``MAX_OPEN_CALLS`` open calls in its batch, or in a
+   call that runs on an approval given earlier (outside the model's loop).
 
 The pause lives in the session store with the call (patched away with the answer), so it
 survives a restart of every process; the thread's workflow holds only the approval.
@@ -44,7 +46,7 @@ from strands.types._events import ToolInterruptEvent, ToolResultEvent, ToolStrea
 from strands.types._snapshot import Snapshot
 from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
 
-from durable_agui.core.contract import TOO_MANY_CALLS
+from durable_agui.core.contract import MAX_OPEN_CALLS
 from durable_agui.translation import PLACEHOLDER_TEXT
 
 PAUSE_KEY = "durable_agui.subagent_pause"
@@ -57,6 +59,11 @@ LOCK_POLL_S = 0.05
 """How often a resumption asks for an agent tool's lock while another call holds it."""
 MAX_PAUSE_MESSAGE_BYTES = 200
 """UTF-8 bytes of an interrupt's reason that its approval shows (the thread keeps it)."""
+NOT_HELD = (
+    "The sub-agent stopped to ask a person, and the thread could not hold the question: "
+    f"its batch already waits on {MAX_OPEN_CALLS} calls and approvals, or this call ran on "
+    "an approval given earlier. The sub-agent did not finish."
+)
 ASKED_AGAIN = (
     "The sub-agent stopped to ask again before it finished; this server resumes a sub-agent "
     "once per call."
@@ -227,7 +234,7 @@ class SubagentGate(AgentTool):
         ]
         on_pause: Callable[[str, str], bool] | None = invocation_state.get(PAUSE_HANDLER_KEY)
         if on_pause is None or not on_pause(tool_use["toolUseId"], pause_message(interrupts)):
-            return ToolResultEvent(_error(tool_use, TOO_MANY_CALLS))
+            return ToolResultEvent(_error(tool_use, NOT_HELD))
         turn = json.loads(json.dumps(self.sub_agent.paused_turn(event), default=str))
         invocation_state["agent"].cancel(after_current_tools=True)
         held = {"snapshot": turn, "interrupts": interrupts}
