@@ -34,6 +34,7 @@ import json
 import re
 
 from strands import Agent, ToolContext, tool
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.multiagent import GraphBuilder, Swarm
 
 from durable_agui import AgentDefinition, serve_multi_agent
@@ -97,6 +98,25 @@ def refund_swarm() -> object:
     return Swarm([clerk(), triage()], max_handoffs=5)
 
 
+class AskBeforeHandOff(HookProvider):
+    """A person says yes before a hand-off (a hook's interrupt)."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.ask)
+
+    def ask(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["name"] == "handoff_to_agent":
+            answer = event.interrupt("hand-off", reason={"message": "Hand off to the clerk?"})
+            if not answer.get("approved"):
+                event.cancel_tool = "kept with triage"
+
+
+def gated_swarm() -> object:
+    """Triage hands off to the clerk once a person agrees."""
+    gated = Agent(name="triage", model=Triage(), hooks=[AskBeforeHandOff()], callback_handler=None)
+    return Swarm([gated, clerk()], max_handoffs=5)
+
+
 def manager() -> Agent:
     """An agent whose own tool is the clerk: the question comes from two levels down."""
     tools = [clerk().as_tool(name="ask_clerk")]
@@ -107,6 +127,7 @@ AGENTS = [
     serve_multi_agent("refund_graph", refund_graph, description="A clerk and a reporter."),
     serve_multi_agent("desk_swarm", desk_swarm, description="Triage and a clerk."),
     serve_multi_agent("refund_swarm", refund_swarm),
+    serve_multi_agent("gated_swarm", gated_swarm),
     AgentDefinition(
         name="front_desk",
         factory=lambda turn: {
@@ -415,3 +436,39 @@ async def test_a_sub_agent_asking_on_an_approved_call_ends_it_with_an_error() ->
         done = await env.approve("gated", asked.interrupts[0])
     assert asked.interrupts[0]["message"] == "Run the clerk?"
     assert done.text == f"ask -> error: {NOT_HELD}"
+
+
+async def test_a_swarm_hand_off_asked_of_a_person_goes_on_after_a_restart(
+    stack: DevStack,
+) -> None:
+    """Triage's hook asks before handing the customer off; answered by REST after a restart
+    of every process, the hand-off happens and the clerk runs: every stream as
+    ``@ag-ui/client`` takes it."""
+    thread = "swarm-gated"
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        ask = user("u1", HAND_OFF)
+        status, r1 = await post_run(http, "gated_swarm", run_input(thread, "r1", [ask], []))
+        assert status == 200, r1
+        held = as_the_js_client_holds([ask], r1)
+        (interrupt,) = r1[-1]["outcome"]["interrupts"]
+        assert interrupt["message"] == "Hand off to the clerk?"
+        assert [e["name"] for e in r1 if e["type"] == "SUBAGENT_STARTED"] == [
+            "gated_swarm",
+            "triage",
+        ]
+
+        stack.stop()
+        stack.start()
+
+        resume = {"interruptId": interrupt["id"], "status": "resolved"}
+        answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
+        assert answered.status_code == 200, answered.text
+        url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
+        r2 = parse_sse((await http.get(url)).text)
+
+    as_the_js_client_holds(held, r2)
+    assert r2[-1]["type"] == "RUN_FINISHED", r2
+    members = [e["name"] for e in r2 if e["type"] == "SUBAGENT_STARTED"]
+    assert members == ["gated_swarm", "triage", "clerk"]
+    answer = text_of([e for e in r2 if "subagentRunId" not in e])
+    assert answer == "triage: handed off\nclerk: lookup_order -> success: A-1 shipped"
