@@ -171,6 +171,20 @@ async def asked(http: httpx.AsyncClient, thread: str, text: str) -> tuple[Any, .
     return events, interrupt, held
 
 
+async def answered_by_rest(
+    http: httpx.AsyncClient, thread: str, interrupt_id: str, payload: Any = None
+) -> list[dict[str, Any]]:
+    """Resolve ``interrupt_id`` by REST (``POST /threads/{id}/tool-results``, with
+    ``payload`` when given) and read the run it starts from its first event."""
+    resume: dict[str, Any] = {"interruptId": interrupt_id, "status": "resolved"}
+    if payload is not None:
+        resume["payload"] = payload
+    answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
+    assert answered.status_code == 200, answered.text
+    url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
+    return parse_sse((await http.get(url)).text)
+
+
 def named(events: list[dict[str, Any]], kind: str, name: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind and e.get("toolCallName", e.get("name")) == name]
 
@@ -196,15 +210,7 @@ async def test_a_sub_agents_question_survives_a_restart_and_resumes_inside_it(
 
         view = (await http.get(f"/threads/{thread}")).json()
         assert [i["id"] for i in view["interrupts"]] == [interrupt["id"]]
-        resume = {
-            "interruptId": interrupt["id"],
-            "status": "resolved",
-            "payload": {"approved": True},
-        }
-        answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
-        assert answered.status_code == 200, answered.text
-        url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
-        r2 = parse_sse((await http.get(url)).text)
+        r2 = await answered_by_rest(http, thread, interrupt["id"], {"approved": True})
         messages = (await http.get(f"/threads/{thread}/messages")).json()["messages"]
 
     as_the_js_client_holds(held, r2)
@@ -259,15 +265,7 @@ async def test_a_graph_node_asks_a_person_and_goes_on_inside_it_after_a_restart(
         stack.stop()
         stack.start()
 
-        resume = {
-            "interruptId": interrupt["id"],
-            "status": "resolved",
-            "payload": {"approved": True},
-        }
-        answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
-        assert answered.status_code == 200, answered.text
-        url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
-        r2 = parse_sse((await http.get(url)).text)
+        r2 = await answered_by_rest(http, thread, interrupt["id"], {"approved": True})
 
     as_the_js_client_holds(held, r2)
     assert r2[-1]["type"] == "RUN_FINISHED", r2
@@ -460,11 +458,7 @@ async def test_a_swarm_hand_off_asked_of_a_person_goes_on_after_a_restart(
         stack.stop()
         stack.start()
 
-        resume = {"interruptId": interrupt["id"], "status": "resolved"}
-        answered = await http.post(f"/threads/{thread}/tool-results", json={"resume": [resume]})
-        assert answered.status_code == 200, answered.text
-        url = f"/threads/{thread}/runs/{answered.json()['runId']}/events"
-        r2 = parse_sse((await http.get(url)).text)
+        r2 = await answered_by_rest(http, thread, interrupt["id"])  # no payload: a yes
 
     as_the_js_client_holds(held, r2)
     assert r2[-1]["type"] == "RUN_FINISHED", r2

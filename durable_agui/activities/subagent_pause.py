@@ -44,8 +44,9 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from strands.types._events import ToolInterruptEvent, ToolResultEvent, ToolStreamEvent
 from strands.types._snapshot import Snapshot
-from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
+from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolUse
 
+from durable_agui.activities.turn_parts import WrappedTool
 from durable_agui.core.contract import MAX_OPEN_CALLS
 from durable_agui.translation import PLACEHOLDER_TEXT
 
@@ -179,26 +180,13 @@ def gated(tool: AgentTool) -> AgentTool:
     return tool if sub_agent is None else SubagentGate(tool, sub_agent)
 
 
-class SubagentGate(AgentTool):
+class SubagentGate(WrappedTool):
     """A tool whose sub-agent's interrupts pause the thread (the rule: module docstring).
     ``tool`` is the author's (``Agent.as_tool()``, or a ``MultiAgentTool``)."""
 
     def __init__(self, tool: AgentTool, sub_agent: Resumable) -> None:
-        super().__init__()
-        self.tool = tool
+        super().__init__(tool)
         self.sub_agent = sub_agent
-
-    @property
-    def tool_name(self) -> str:
-        return self.tool.tool_name
-
-    @property
-    def tool_spec(self) -> ToolSpec:
-        return self.tool.tool_spec
-
-    @property
-    def tool_type(self) -> str:
-        return self.tool.tool_type
 
     async def stream(
         self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any

@@ -84,17 +84,13 @@ def placeholder_tool(spec: ToolSpec) -> AgentTool:
     return HandOverTool(spec["name"], spec, hand_over)
 
 
-class ApprovalGate(AgentTool):
-    """A backend tool behind an approval policy (``agents.approvals``): a call its policy
-    asks about is handed over, as ``placeholder_tool`` does; any other runs the tool. The
-    turn's stream reads the same ``TurnApprovals`` (``TurnTranslator``), so the call's kind
-    on the wire and what ran agree."""
+class WrappedTool(AgentTool):
+    """A tool in front of the author's ``tool``: the model sees ``tool``'s name, spec and
+    type; what runs is the wrapper's ``stream``."""
 
-    def __init__(self, tool: AgentTool, approvals: TurnApprovals) -> None:
+    def __init__(self, tool: AgentTool) -> None:
         super().__init__()
         self.tool = tool
-        self._approvals = approvals
-        self._hand_over = placeholder_tool(tool.tool_spec)
 
     @property
     def tool_name(self) -> str:
@@ -107,6 +103,18 @@ class ApprovalGate(AgentTool):
     @property
     def tool_type(self) -> str:
         return self.tool.tool_type
+
+
+class ApprovalGate(WrappedTool):
+    """A backend tool behind an approval policy (``agents.approvals``): a call its policy
+    asks about is handed over, as ``placeholder_tool`` does; any other runs the tool. The
+    turn's stream reads the same ``TurnApprovals`` (``TurnTranslator``), so the call's kind
+    on the wire and what ran agree."""
+
+    def __init__(self, tool: AgentTool, approvals: TurnApprovals) -> None:
+        super().__init__(tool)
+        self._approvals = approvals
+        self._hand_over = placeholder_tool(tool.tool_spec)
 
     def hands_over(self, tool_use: ToolUse) -> bool:
         """Whether the policy asks a person about this call."""
