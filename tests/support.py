@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -396,3 +398,18 @@ def as_the_js_client_holds(
     assert done.returncode == 0, f"@ag-ui/client refused the stream: {done.stderr}"
     held: list[dict[str, Any]] = json.loads(done.stdout)
     return held
+
+
+def example_tests(folder: Path) -> str:
+    """Run an example's own tests as a new user does (``python -m pytest -q`` in its
+    folder); their output, after checking they passed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout

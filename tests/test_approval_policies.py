@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,7 +20,7 @@ from strands import tool
 from durable_agui import AgentDefinition, ApprovalRule, OfflineModel
 from durable_agui.testing import AgentTestEnvironment
 from tests.stack import DevStack
-from tests.support import parse_sse, post_run, run_input, user
+from tests.support import example_tests, parse_sse, post_run, run_input, user
 from tests.webhook_receiver import WebhookReceiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,16 +82,7 @@ async def decide(
 
 def test_the_refund_desks_own_tests_pass() -> None:
     """The example as a new user runs it (docs/guides/approval-policies.md)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=DESK,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "16 passed" in done.stdout
+    assert "16 passed" in example_tests(DESK)
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,15 @@ from durable_agui.activities.subagent_pause import NOT_HELD
 from durable_agui.agents.offline_model import OfflineModel
 from durable_agui.testing import AgentTestEnvironment
 from tests.stack import STORES, DevStack, started, store_env
-from tests.support import as_the_js_client_holds, parse_sse, post_run, run_input, text_of, user
+from tests.support import (
+    as_the_js_client_holds,
+    example_tests,
+    parse_sse,
+    post_run,
+    run_input,
+    text_of,
+    user,
+)
 
 AGENTS_MODULE = '''\
 """A front desk whose clerk (an agent used as a tool) asks a person before a refund."""
@@ -325,16 +331,7 @@ async def test_a_swarm_member_asks_a_person_and_goes_on_inside_it(stack: DevStac
 def test_the_refund_teams_own_tests_pass() -> None:
     """The example as a new user runs it (docs/guides/multi-agent.md): a Graph, a Swarm and
     an agent used as a tool, each asking a person from inside, on the time-skipping server."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=TEAM,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "5 passed" in done.stdout
+    assert "5 passed" in example_tests(TEAM)
 
 
 @tool

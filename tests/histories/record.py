@@ -217,16 +217,21 @@ async def decided_by_link(env: WorkflowEnvironment, settings: Settings, thread: 
         await run_events(env.client, thread, answered)
 
 
-def refund_desk() -> Any:
-    """The refund desk's agents (``examples/refund_desk/agents.py``), loaded by path: its
-    module name, ``agents``, is the example's own."""
+def example_agents(example: str) -> Any:
+    """The ``AGENTS`` of ``examples/<example>/agents.py``, loaded by path: its module name,
+    ``agents``, is the example's own."""
     spec = importlib.util.spec_from_file_location(
-        "refund_desk_agents", HERE.parent.parent / "examples" / "refund_desk" / "agents.py"
+        f"{example}_agents", HERE.parent.parent / "examples" / example / "agents.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.AGENTS
+
+
+def refund_desk() -> Any:
+    """The refund desk's agents (``examples/refund_desk``)."""
+    return example_agents("refund_desk")
 
 
 async def decide(
@@ -251,14 +256,8 @@ async def decide(
 
 
 def refund_team() -> Any:
-    """The refund team's agents (``examples/refund_team/agents.py``), loaded by path."""
-    spec = importlib.util.spec_from_file_location(
-        "refund_team_agents", HERE.parent.parent / "examples" / "refund_team" / "agents.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.AGENTS
+    """The refund team's agents (``examples/refund_team``)."""
+    return example_agents("refund_team")
 
 
 async def subagent_pause(env: WorkflowEnvironment, settings: Settings, thread: str) -> None:
